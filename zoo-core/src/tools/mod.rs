@@ -1,0 +1,22 @@
+//! Tools: the registry, argument validation, tool-call parsing and the call
+//! formats models are taught.
+
+pub mod call_format;
+pub mod parser;
+pub mod registry;
+
+pub use call_format::ToolCallFormat;
+
+use serde::{Deserialize, Serialize};
+
+/// What the model is told about a tool: its name, what it does and the JSON
+/// schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Unique name, matching `^[A-Za-z0-9_-]{1,64}$`.
+    pub name: String,
+    /// What the tool does, in words the model reads.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
