@@ -9,12 +9,28 @@
 
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod backend;
+pub mod cancel;
 pub mod config;
+pub mod engine;
 pub mod error;
+pub mod event;
 pub mod message;
+pub mod response;
 pub mod template;
 pub mod tools;
 
+pub use agent::{Agent, AgentState, ChatHandle, ChatOptions};
+pub use backend::mock::{MockBackend, MockReply};
+pub use backend::Backend;
+#[cfg(feature = "llama")]
+pub use backend::llama::{LlamaBackend, Model, ModelParams};
+pub use cancel::CancelToken;
 pub use config::{Config, TemplateChoice, ToolChoice};
 pub use error::{Error, ErrorCode, Result};
+pub use event::AgentEvent;
 pub use message::{Message, Role, ToolCall};
+pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+pub use tools::registry::{Tool, ToolRegistry, ToolResult};
+pub use tools::ToolDefinition;

@@ -1,6 +1,10 @@
-//! The textual formats in which models write tool calls.
+//! The textual formats in which models write tool calls, and the JSON schema
+//! of one call in each (from which the backend builds its grammar).
 
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::ToolDefinition;
 
 /// How a model writes a tool call. Chosen from the chat template's family;
 /// used to teach the model, to build the grammar and to find the trigger of a
@@ -10,19 +14,121 @@ use serde::{Deserialize, Serialize};
 pub enum ToolCallFormat {
     /// Hermes / Qwen: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`.
     Hermes,
-    /// Llama 3.x: `<|python_tag|>{"name": …, "parameters": {…}}` or the bare object.
+    /// Llama 3.x: `{"name": …, "parameters": {…}}` (optionally after `<|python_tag|>`).
     Llama3,
     /// Mistral: `[TOOL_CALLS][{"name": …, "arguments": {…}}]`.
     Mistral,
 }
 
 impl ToolCallFormat {
-    /// The text that opens a call in this format.
+    /// The text that opens a call; a lazy grammar starts constraining here.
     pub fn trigger(self) -> &'static str {
         match self {
             ToolCallFormat::Hermes => "<tool_call>",
-            ToolCallFormat::Llama3 => "<|python_tag|>",
+            ToolCallFormat::Llama3 => "{\"name\"",
             ToolCallFormat::Mistral => "[TOOL_CALLS]",
         }
+    }
+
+    /// The literal text before the call's JSON.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            ToolCallFormat::Hermes => "<tool_call>\n",
+            ToolCallFormat::Llama3 => "",
+            ToolCallFormat::Mistral => "[TOOL_CALLS][",
+        }
+    }
+
+    /// The literal text after the call's JSON.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            ToolCallFormat::Hermes => "\n</tool_call>",
+            ToolCallFormat::Llama3 => "",
+            ToolCallFormat::Mistral => "]",
+        }
+    }
+
+    /// The key holding the arguments object.
+    pub fn arguments_key(self) -> &'static str {
+        match self {
+            ToolCallFormat::Llama3 => "parameters",
+            ToolCallFormat::Hermes | ToolCallFormat::Mistral => "arguments",
+        }
+    }
+
+    /// The JSON schema of one call to any of `tools`: the name is a constant
+    /// per tool and the arguments follow that tool's schema. Objects that do
+    /// not say otherwise get `additionalProperties: false`, so the grammar
+    /// admits only the declared parameters (stricter than validation, never
+    /// looser).
+    pub fn call_schema(self, tools: &[ToolDefinition]) -> Value {
+        let variants: Vec<Value> = tools
+            .iter()
+            .map(|tool| {
+                let mut arguments = tool.parameters.clone();
+                close_objects(&mut arguments);
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"const": tool.name},
+                        (self.arguments_key()): arguments,
+                    },
+                    "required": ["name", self.arguments_key()],
+                    "additionalProperties": false,
+                })
+            })
+            .collect();
+        match variants.len() {
+            1 => variants.into_iter().next().expect("one variant"),
+            _ => json!({"oneOf": variants}),
+        }
+    }
+}
+
+/// Adds `additionalProperties: false` to every object schema that declares
+/// properties and leaves additional properties unspecified.
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_schema_pins_names_and_closes_objects() {
+        let tools = vec![
+            ToolDefinition {
+                name: "a".into(),
+                description: String::new(),
+                parameters: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            },
+            ToolDefinition {
+                name: "b".into(),
+                description: String::new(),
+                parameters: json!({"type": "object", "properties": {}, "additionalProperties": true}),
+            },
+        ];
+        let schema = ToolCallFormat::Hermes.call_schema(&tools);
+        assert_eq!(schema["oneOf"][0]["properties"]["name"]["const"], "a");
+        assert_eq!(
+            schema["oneOf"][0]["properties"]["arguments"]["additionalProperties"],
+            false
+        );
+        assert_eq!(
+            schema["oneOf"][1]["properties"]["arguments"]["additionalProperties"],
+            true
+        );
+        let one = ToolCallFormat::Llama3.call_schema(&tools[..1]);
+        assert_eq!(one["required"], json!(["name", "parameters"]));
     }
 }

@@ -1,9 +1,11 @@
-//! Tools: the registry, argument validation, tool-call parsing and the call
-//! formats models are taught.
+//! Tools: the registry, typed tools, argument validation, tool-call parsing
+//! and the call formats models are taught.
 
 pub mod call_format;
 pub mod parser;
 pub mod registry;
+pub mod typed;
+pub mod validate;
 
 pub use call_format::ToolCallFormat;
 

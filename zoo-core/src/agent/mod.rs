@@ -1,0 +1,306 @@
+//! `Agent`: the one entry point. It owns the inference thread, which owns the
+//! backend and the history; every method here only enqueues work, sets a
+//! cancel flag or reads a copy, so all of them are safe from any thread.
+
+pub(crate) mod handle;
+pub(crate) mod options;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+
+pub use handle::ChatHandle;
+pub use options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
+
+use crate::backend::Backend;
+use crate::cancel::CancelToken;
+use crate::config::Config;
+use crate::engine::worker::{self, ChatJob, Job, Shared};
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::tools::registry::Tool;
+use crate::tools::typed::{typed_tool, TypedHandler};
+use crate::tools::ToolDefinition;
+use handle::Completion;
+
+/// The lifecycle of an agent (the seed TRD's state machine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentState {
+    /// The inference thread is starting and setting up its backend.
+    Loading,
+    /// Setup failed; the agent cannot be used.
+    Failed,
+    /// Waiting for a request.
+    Idle,
+    /// Running a chat.
+    Processing,
+    /// `stop()` was called; the chat in flight is winding down.
+    Cancelling,
+    /// The agent was dropped; its thread has ended or is ending.
+    Terminated,
+}
+
+/// A tool-using agent on its own inference thread. `Send + Sync`: share it
+/// across threads by reference or in an `Arc`.
+pub struct Agent {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The inference thread's side of agent start-up: it is handed to the code
+/// that builds the backend on that thread, which then serves with it.
+pub(crate) struct Startup {
+    shared: Arc<Shared>,
+    ready: Arc<Completion<Result<()>>>,
+}
+
+impl Startup {
+    /// Runs the agent on `backend` until it is dropped.
+    pub(crate) fn serve(self, backend: &mut dyn Backend) {
+        worker::serve(&self.shared, backend, &self.ready);
+    }
+
+    /// Reports that the backend could not be built.
+    #[cfg_attr(not(feature = "llama"), allow(dead_code))]
+    pub(crate) fn fail(self, error: Error) {
+        self.shared.set_state(AgentState::Failed);
+        self.ready.complete(Err(error));
+    }
+
+    /// The agent's configuration.
+    #[cfg_attr(not(feature = "llama"), allow(dead_code))]
+    pub(crate) fn config(&self) -> &Config {
+        &self.shared.config
+    }
+}
+
+impl Agent {
+    /// An agent on the given backend (a `MockBackend` in tests). The backend
+    /// moves to the inference thread.
+    pub fn with_backend<B: Backend + Send + 'static>(backend: B, config: Config) -> Result<Self> {
+        Self::start(config, move |startup| {
+            let mut backend = backend;
+            startup.serve(&mut backend);
+        })
+    }
+
+    /// Validates the config, starts the inference thread, lets `body` build
+    /// the backend there, and waits until it is ready or has failed.
+    pub(crate) fn start(
+        config: Config,
+        body: impl FnOnce(Startup) + Send + 'static,
+    ) -> Result<Self> {
+        config.validate()?;
+        let shared = Arc::new(Shared::new(config));
+        let ready = Completion::new();
+        let startup = Startup {
+            shared: shared.clone(),
+            ready: ready.clone(),
+        };
+        let thread_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("zoo-inference".into())
+            .spawn(move || {
+                *thread_shared.worker_thread.lock() = Some(std::thread::current().id());
+                body(startup);
+            })
+            .map_err(|e| Error::Internal(format!("cannot start the inference thread: {e}")))?;
+        let mut agent = Agent {
+            shared,
+            thread: Some(thread),
+        };
+        match ready.wait() {
+            Ok(()) => Ok(agent),
+            Err(error) => {
+                agent.shutdown();
+                Err(error)
+            }
+        }
+    }
+
+    /// Loads the model at `config.model_path` and starts an agent on it.
+    #[cfg(feature = "llama")]
+    pub fn create(config: Config) -> Result<Self> {
+        config.validate()?;
+        let path = config
+            .model_path
+            .clone()
+            .ok_or_else(|| Error::config("model_path", "is required to create an agent"))?;
+        let model = crate::backend::llama::Model::load(&path, (&config).into())?;
+        Self::with_model(model, config)
+    }
+
+    /// Starts an agent on a loaded model; several agents may share one
+    /// model, each with its own context and history.
+    #[cfg(feature = "llama")]
+    pub fn with_model(model: crate::backend::llama::Model, config: Config) -> Result<Self> {
+        Self::start(config, move |startup| {
+            // The context borrows the model, so the model lives in this
+            // thread's frame for as long as the context does.
+            let model = model;
+            let backend = crate::backend::llama::LlamaBackend::new(&model, startup.config());
+            match backend {
+                Ok(mut backend) => startup.serve(&mut backend),
+                Err(error) => startup.fail(error),
+            };
+        })
+    }
+
+    /// The lifecycle state.
+    pub fn state(&self) -> AgentState {
+        self.shared.status.lock().state
+    }
+
+    /// Requests waiting behind the one in flight.
+    pub fn queue_depth(&self) -> usize {
+        self.shared.queue.depth()
+    }
+
+    /// The configuration the agent was created with.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Sends a message; returns at once with a handle to the reply. Chats
+    /// run one at a time, in the order they were sent.
+    pub fn chat(&self, message: impl Into<String>, mut options: ChatOptions) -> ChatHandle {
+        let cancel = options.cancel.take().unwrap_or_default();
+        let completion = Completion::new();
+        let handle = ChatHandle {
+            completion: completion.clone(),
+            cancel: cancel.clone(),
+        };
+        let job = ChatJob {
+            message: message.into(),
+            options,
+            cancel,
+            completion,
+        };
+        if let Err(job) = self.shared.queue.push(Job::Chat(Box::new(job))) {
+            job.abandon(Error::AgentNotRunning("the agent has shut down".into()));
+        }
+        handle
+    }
+
+    /// Cancels the chat in flight (queued chats still run). It ends as
+    /// `cancelled` within about 100 ms, with its partial text.
+    pub fn stop(&self) {
+        let mut status = self.shared.status.lock();
+        if let Some(cancel) = &status.current {
+            cancel.cancel();
+            if status.state == AgentState::Processing {
+                status.state = AgentState::Cancelling;
+            }
+        }
+    }
+
+    /// Adds a tool (replacing one of the same name). Chats in progress see it
+    /// from their next model reply.
+    pub fn register_tool(&self, tool: Tool) {
+        self.shared.tools.register(tool);
+    }
+
+    /// Adds a tool whose schema is generated from the closure's parameter
+    /// types; `params` names and describes the parameters in order.
+    pub fn register_fn<Args, F: TypedHandler<Args>>(
+        &self,
+        name: &str,
+        description: &str,
+        params: &[(&str, &str)],
+        handler: F,
+    ) -> Result<()> {
+        self.register_tool(typed_tool(name, description, params, handler)?);
+        Ok(())
+    }
+
+    /// Removes a tool; returns whether it was registered.
+    pub fn unregister_tool(&self, name: &str) -> bool {
+        self.shared.tools.unregister(name)
+    }
+
+    /// The registered tools' definitions, in registration order.
+    pub fn tools(&self) -> Vec<ToolDefinition> {
+        self.shared.tools.definitions()
+    }
+
+    /// A copy of the conversation, system prompt first, as of the last
+    /// finished chat or history change. Never blocks on a running chat.
+    pub fn history(&self) -> Vec<Message> {
+        self.shared.history.lock().clone()
+    }
+
+    /// Sets the system prompt (`None` removes it). Applied after the chats
+    /// queued before it; waits for that unless called from a callback.
+    pub fn set_system_prompt(&self, prompt: Option<String>) -> Result<()> {
+        self.run_job(|done| Job::SetSystemPrompt(prompt, done))
+    }
+
+    /// Forgets the conversation but keeps the system prompt.
+    pub fn clear_history(&self) -> Result<()> {
+        self.run_job(Job::ClearHistory)
+    }
+
+    /// Replaces the conversation (to restore a saved one). A leading system
+    /// message becomes the system prompt; role order is checked.
+    pub fn set_history(&self, messages: Vec<Message>) -> Result<()> {
+        self.run_job(|done| Job::ReplaceHistory(messages, done))
+    }
+
+    fn run_job(&self, make: impl FnOnce(Arc<Completion<Result<()>>>) -> Job) -> Result<()> {
+        let done = Completion::new();
+        if let Err(job) = self.shared.queue.push(make(done.clone())) {
+            job.abandon(Error::AgentNotRunning("the agent has shut down".into()));
+        }
+        if self.on_inference_thread() {
+            // Waiting here would wait for ourselves; it runs after this chat.
+            return Ok(());
+        }
+        done.wait()
+    }
+
+    fn on_inference_thread(&self) -> bool {
+        *self.shared.worker_thread.lock() == Some(std::thread::current().id())
+    }
+
+    /// A cancel token for [`ChatOptions::cancel_token`].
+    pub fn new_cancel_token(&self) -> CancelToken {
+        CancelToken::new()
+    }
+
+    fn shutdown(&mut self) {
+        let pending = self.shared.queue.close();
+        for job in pending {
+            job.abandon(Error::AgentNotRunning("the agent was dropped".into()));
+        }
+        {
+            let mut status = self.shared.status.lock();
+            if let Some(cancel) = &status.current {
+                cancel.cancel();
+            }
+            status.state = AgentState::Terminated;
+        }
+        if let Some(thread) = self.thread.take() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+            // Dropped from one of its own callbacks: the thread sees the
+            // closed queue after this chat and ends by itself.
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,92 @@
+//! Per-chat options: callbacks, this turn's context and limits.
+
+use crate::cancel::CancelToken;
+use crate::config::ToolChoice;
+use crate::error::Result;
+use crate::event::AgentEvent;
+use crate::response::Response;
+
+/// Receives reply text as it is generated (never a split UTF-8 character).
+pub type TokenCallback = Box<dyn FnMut(&str) + Send>;
+/// Receives progress events.
+pub type EventCallback = Box<dyn FnMut(&AgentEvent) + Send>;
+/// Receives the result once, after the last token.
+pub type CompleteCallback = Box<dyn FnOnce(&Result<Response>) + Send>;
+
+/// Options of one chat. All callbacks run on the inference thread, in order.
+#[derive(Default)]
+pub struct ChatOptions {
+    /// Streamed reply text (tool-call markup is not streamed).
+    pub on_token: Option<TokenCallback>,
+    /// Progress events.
+    pub on_event: Option<EventCallback>,
+    /// Called once with the result, after the handle resolves.
+    pub on_complete: Option<CompleteCallback>,
+    /// Retrieved context for this turn only; never stored in the history.
+    pub rag_context: Option<String>,
+    /// Overrides the agent's `tool_choice` for this chat.
+    pub tool_choice: Option<ToolChoice>,
+    /// Overrides the agent's `max_tokens` for this chat.
+    pub max_tokens: Option<u32>,
+    /// A token of the caller's to cancel this chat with.
+    pub cancel: Option<CancelToken>,
+}
+
+impl std::fmt::Debug for ChatOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatOptions")
+            .field("rag_context", &self.rag_context)
+            .field("tool_choice", &self.tool_choice)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatOptions {
+    /// No callbacks, the agent's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Streams reply text to `f`.
+    pub fn on_token(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
+        self.on_token = Some(Box::new(f));
+        self
+    }
+
+    /// Sends progress events to `f`.
+    pub fn on_event(mut self, f: impl FnMut(&AgentEvent) + Send + 'static) -> Self {
+        self.on_event = Some(Box::new(f));
+        self
+    }
+
+    /// Calls `f` once with the result.
+    pub fn on_complete(mut self, f: impl FnOnce(&Result<Response>) + Send + 'static) -> Self {
+        self.on_complete = Some(Box::new(f));
+        self
+    }
+
+    /// Adds retrieved context for this turn only.
+    pub fn rag_context(mut self, context: impl Into<String>) -> Self {
+        self.rag_context = Some(context.into());
+        self
+    }
+
+    /// Overrides the tool choice.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Overrides the reply token limit.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Uses the caller's cancel token.
+    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}

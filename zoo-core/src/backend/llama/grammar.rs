@@ -1,0 +1,79 @@
+//! GBNF grammars for tool calls, built from the tools' JSON schemas with
+//! llama.cpp's own converter (`json_schema_to_grammar`) and wrapped in the
+//! call format's literal prefix and suffix.
+
+use crate::error::{Error, Result};
+use crate::tools::{ToolCallFormat, ToolDefinition};
+
+/// A grammar for exactly one call to one of `tools`, in `format`. The
+/// converter's whitespace rule is bounded (at most two newlines and twenty
+/// indents), so the grammar never admits endless whitespace.
+pub(crate) fn tool_call_grammar(format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
+    let schema = format.call_schema(tools);
+    let converted = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
+        Error::ToolValidationFailed {
+            tool: tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(","),
+            message: format!("cannot build a grammar from the tool schemas: {e}"),
+        }
+    })?;
+    // The converter names its top rule `root`; ours wraps it.
+    let mut renamed = false;
+    let body: Vec<String> = converted
+        .lines()
+        .map(|line| match line.strip_prefix("root ::=") {
+            Some(rest) => {
+                renamed = true;
+                format!("call ::={rest}")
+            }
+            None => line.to_string(),
+        })
+        .collect();
+    if !renamed {
+        return Err(Error::Internal(
+            "json_schema_to_grammar produced no root rule".into(),
+        ));
+    }
+    Ok(format!(
+        "root ::= {} call {}\n{}\n",
+        gbnf_literal(format.prefix()),
+        gbnf_literal(format.suffix()),
+        body.join("\n")
+    ))
+}
+
+/// A GBNF string literal (an empty string becomes an empty literal).
+fn gbnf_literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wraps_the_converted_schema() {
+        let tools = vec![ToolDefinition {
+            name: "get_weather".into(),
+            description: "Weather".into(),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        }];
+        let g = tool_call_grammar(ToolCallFormat::Hermes, &tools).unwrap();
+        assert!(g.starts_with("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\""), "{g}");
+        assert!(g.contains("call ::="), "{g}");
+        assert!(g.contains("get_weather"), "{g}");
+        assert_eq!(g.matches("root ::=").count(), 1);
+    }
+}

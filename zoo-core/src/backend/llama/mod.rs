@@ -1,0 +1,412 @@
+//! `LlamaBackend`: real inference on llama.cpp through `llama-cpp-2`.
+//!
+//! Each reply: render the conversation with the chat template, tokenize it,
+//! keep the longest prefix already in the KV cache and decode only the rest
+//! (in short chunks, checking the cancel flag between them), then sample
+//! token by token, constrained by a tool-call grammar when tools are in play.
+
+mod grammar;
+mod logs;
+mod model;
+mod text;
+
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+
+pub use model::{Model, ModelParams};
+
+use self::model::ModelInner;
+use self::text::{StopMatcher, StopScan, Utf8Decoder};
+use super::{Backend, FinishReason, GenerateRequest, Generation};
+use crate::cancel::CancelToken;
+use crate::config::{Config, ToolChoice};
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::template::ChatTemplate;
+use crate::tools::{ToolCallFormat, ToolDefinition};
+
+/// How long one prompt-decode chunk should take at most, so that a cancel
+/// is seen within the 100 ms the design promises.
+const CHUNK_TARGET: Duration = Duration::from_millis(40);
+/// The smallest prompt-decode chunk.
+const MIN_CHUNK: usize = 16;
+/// Tokens a grammar-constrained call may take when the request sets no
+/// limit, so that a call always ends.
+const MAX_CALL_TOKENS: u32 = 1024;
+
+/// Sampling settings, from the agent's config.
+#[derive(Debug, Clone, Copy)]
+struct Sampling {
+    temperature: f32,
+    top_k: u32,
+    top_p: f32,
+    min_p: f32,
+    repeat_penalty: f32,
+    seed: u32,
+}
+
+/// A llama.cpp context on a shared [`Model`], with its KV cache.
+pub struct LlamaBackend<'m> {
+    model: &'m ModelInner,
+    ctx: LlamaContext<'m>,
+    template: ChatTemplate,
+    /// The tokens whose keys and values are in the cache, positions 0…n.
+    cached: Vec<LlamaToken>,
+    batch: LlamaBatch<'static>,
+    batch_size: usize,
+    /// Prompt tokens per decode call, adapted to the measured speed.
+    chunk: usize,
+    sampling: Sampling,
+    /// The grammar of the last tool set, which rarely changes between replies.
+    grammar_cache: Option<(String, String)>,
+}
+
+impl<'m> LlamaBackend<'m> {
+    /// A context for `model` with the agent's settings.
+    pub fn new(model: &'m Model, config: &Config) -> Result<Self> {
+        let runtime = model::runtime()?;
+        let inner: &'m ModelInner = &model.inner;
+        let template = ChatTemplate::resolve(&config.template, &inner.metadata)?;
+        let n_ctx = match config.context_size {
+            0 => inner.llama.n_ctx_train(),
+            n => n,
+        };
+        let threads = match config.threads {
+            0 => std::thread::available_parallelism().map_or(4, |n| n.get()) as i32,
+            n => n as i32,
+        };
+        let batch_size = config.batch_size.min(n_ctx) as usize;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(batch_size as u32)
+            .with_n_ubatch(batch_size as u32)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads)
+            // Sliding-window models (Gemma 3) can only drop part of their
+            // cache when it keeps every position, which prefix reuse needs.
+            .with_swa_full(true);
+        let ctx = inner
+            .llama
+            .new_context(runtime, params)
+            .map_err(|e| Error::ModelLoadFailed {
+                path: inner.path.clone(),
+                reason: format!("cannot create a {n_ctx}-token context: {e}"),
+            })?;
+        tracing::debug!(n_ctx, threads, batch_size, template = template.origin(), "llama context ready");
+        Ok(LlamaBackend {
+            model: inner,
+            ctx,
+            template,
+            cached: Vec::new(),
+            batch: LlamaBatch::new(batch_size, 1),
+            batch_size,
+            chunk: batch_size.min(64),
+            sampling: Sampling {
+                temperature: config.temperature,
+                top_k: config.top_k,
+                top_p: config.top_p,
+                min_p: config.min_p,
+                repeat_penalty: config.repeat_penalty,
+                seed: config.seed.unwrap_or_else(random_seed),
+            },
+            grammar_cache: None,
+        })
+    }
+
+    /// The chat template in use.
+    pub fn template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    /// Tokens currently held in the KV cache.
+    pub fn cached_tokens(&self) -> usize {
+        self.cached.len()
+    }
+
+    /// Forgets the KV cache, so the next reply decodes its whole prompt.
+    pub fn clear_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    fn tokenize(&self, text: &str, special: bool) -> Vec<LlamaToken> {
+        let vocab = self.model.llama.vocab();
+        // Templates usually write the BOS token themselves; add it only when
+        // the model wants one and the text does not begin with it.
+        let bos = &self.model.metadata.special.bos;
+        let add_bos = special && vocab.should_add_bos() && !(!bos.is_empty() && text.starts_with(bos.as_str()));
+        vocab.tokenize(text.as_bytes(), add_bos, special)
+    }
+
+    /// Keeps the longest cached prefix of `tokens` and drops the rest of the
+    /// cache. Returns how many tokens are reused. At least the last prompt
+    /// token is always decoded again, because sampling needs its logits.
+    fn reuse_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
+        let common = self
+            .cached
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(tokens.len().saturating_sub(1));
+        if common < self.cached.len() {
+            let removed = self
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(common as u32), None)
+                .unwrap_or(false);
+            if !removed {
+                // Some caches (sliding-window attention) refuse a partial
+                // removal: start again from an empty cache.
+                tracing::debug!(common, "partial KV removal refused; re-decoding the prompt");
+                self.clear_cache();
+                return 0;
+            }
+            self.cached.truncate(common);
+        }
+        common
+    }
+
+    /// Decodes prompt tokens after the reused prefix, in chunks short enough
+    /// to notice a cancel quickly. Returns false when cancelled.
+    fn decode_prompt(&mut self, tokens: &[LlamaToken], cancel: &CancelToken) -> Result<bool> {
+        let mut rest = tokens;
+        while !rest.is_empty() {
+            if cancel.is_cancelled() {
+                return Ok(false);
+            }
+            let take = self.chunk.min(rest.len());
+            let (chunk, tail) = rest.split_at(take);
+            let started = Instant::now();
+            self.decode(chunk, tail.is_empty())?;
+            self.adapt_chunk(take, started.elapsed());
+            rest = tail;
+        }
+        Ok(true)
+    }
+
+    /// Sizes the next chunk so it takes about `CHUNK_TARGET`.
+    fn adapt_chunk(&mut self, tokens: usize, took: Duration) {
+        if tokens < MIN_CHUNK || took.is_zero() {
+            return;
+        }
+        let per_token = took.as_secs_f64() / tokens as f64;
+        let fit = (CHUNK_TARGET.as_secs_f64() / per_token) as usize;
+        self.chunk = fit.clamp(MIN_CHUNK, self.batch_size);
+    }
+
+    /// Decodes tokens at the end of the cache; logits for the last one only
+    /// if `want_logits`.
+    fn decode(&mut self, tokens: &[LlamaToken], want_logits: bool) -> Result<()> {
+        self.batch.clear();
+        let start = self.cached.len();
+        for (i, token) in tokens.iter().enumerate() {
+            let last = i + 1 == tokens.len();
+            self.batch
+                .add(*token, (start + i) as i32, &[0], last && want_logits)
+                .map_err(|e| Error::InferenceFailed(format!("batch: {e}")))?;
+        }
+        self.ctx
+            .decode(&mut self.batch)
+            .map_err(|e| Error::InferenceFailed(format!("llama_decode failed: {e}")))?;
+        self.cached.extend_from_slice(tokens);
+        Ok(())
+    }
+
+    /// The grammar for a call to one of `tools`, cached by tool set.
+    fn grammar_for(&mut self, format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
+        let key = format!("{format:?}{}", serde_json::to_string(tools)?);
+        if let Some((cached_key, grammar)) = &self.grammar_cache {
+            if *cached_key == key {
+                return Ok(grammar.clone());
+            }
+        }
+        let grammar = grammar::tool_call_grammar(format, tools)?;
+        self.grammar_cache = Some((key, grammar.clone()));
+        Ok(grammar)
+    }
+
+    /// The sampler chain: the tool-call grammar first (whole reply for a
+    /// forced choice, lazily from the trigger for `auto`), then penalties and
+    /// the usual truncation, then greedy or seeded random choice.
+    fn sampler(&mut self, request: &GenerateRequest<'_>) -> Result<(LlamaSampler, bool)> {
+        let format = self.template.tool_call_format();
+        let mut chain = Vec::new();
+        let mut constrained = false;
+        if !request.tools.is_empty() {
+            let grammar = self.grammar_for(format, request.tools)?;
+            let llama = &self.model.llama;
+            let bad = |e| Error::Internal(format!("llama.cpp rejected the tool-call grammar: {e}"));
+            match request.tool_choice {
+                ToolChoice::Required | ToolChoice::Tool(_) => {
+                    chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
+                    constrained = true;
+                }
+                ToolChoice::Auto => chain.push(
+                    LlamaSampler::grammar_lazy(llama, &grammar, "root", [format.trigger()], &[])
+                        .map_err(bad)?,
+                ),
+                ToolChoice::None => {}
+            }
+        }
+        let s = self.sampling;
+        if s.repeat_penalty != 1.0 {
+            chain.push(LlamaSampler::penalties(
+                self.model.llama.n_vocab(),
+                64,
+                s.repeat_penalty,
+                0.0,
+                0.0,
+            ));
+        }
+        if s.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            if s.top_k > 0 {
+                chain.push(LlamaSampler::top_k(s.top_k as i32));
+            }
+            chain.push(LlamaSampler::top_p(s.top_p, 1));
+            chain.push(LlamaSampler::min_p(s.min_p, 1));
+            chain.push(LlamaSampler::temp(s.temperature));
+            chain.push(LlamaSampler::dist(s.seed));
+        }
+        Ok((LlamaSampler::chain_simple(chain), constrained))
+    }
+}
+
+impl Backend for LlamaBackend<'_> {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
+        let started = Instant::now();
+        let prompt = self.template.render(request.messages, request.tools, true)?;
+        let tokens = self.tokenize(&prompt, true);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() >= n_ctx {
+            return Err(Error::ContextOverflow(format!(
+                "the prompt has {} tokens but the context holds {n_ctx}",
+                tokens.len()
+            )));
+        }
+        if request.cache_hint.stable_prefix == 0 && !self.cached.is_empty() {
+            tracing::trace!("history changed at its start; the token diff decides what is reused");
+        }
+        let reused = self.reuse_prefix(&tokens);
+        let mut generation = Generation {
+            text: String::new(),
+            finish: FinishReason::Stop,
+            prompt_tokens: tokens.len() as u32,
+            cached_tokens: reused as u32,
+            completion_tokens: 0,
+            time_to_first_token: Duration::ZERO,
+            prompt_time: Duration::ZERO,
+            generation_time: Duration::ZERO,
+        };
+        if !self.decode_prompt(&tokens[reused..], cancel)? {
+            generation.finish = FinishReason::Cancelled;
+            generation.prompt_time = started.elapsed();
+            generation.time_to_first_token = started.elapsed();
+            return Ok(generation);
+        }
+        generation.prompt_time = started.elapsed();
+
+        let (mut sampler, constrained) = self.sampler(request)?;
+        let mut limit = request.max_tokens.unwrap_or(u32::MAX);
+        if constrained {
+            limit = limit.min(MAX_CALL_TOKENS);
+        }
+        let vocab = self.model.llama.vocab();
+        let mut utf8 = Utf8Decoder::default();
+        let mut stops = StopMatcher::new(request.stop);
+        let mut piece = Vec::with_capacity(32);
+        let gen_started = Instant::now();
+        let finish = loop {
+            if cancel.is_cancelled() {
+                break FinishReason::Cancelled;
+            }
+            if generation.completion_tokens >= limit || self.cached.len() >= n_ctx {
+                break FinishReason::Length;
+            }
+            let token = sampler.sample(&self.ctx, -1);
+            if vocab.is_eog(token) {
+                break FinishReason::Stop;
+            }
+            generation.completion_tokens += 1;
+            if generation.completion_tokens == 1 {
+                generation.time_to_first_token = started.elapsed();
+            }
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, false, None);
+            let text = utf8.push(&piece);
+            let stop_hit = match stops.push(&text) {
+                StopScan::Continue(out) => {
+                    emit(&mut generation.text, on_piece, &out);
+                    false
+                }
+                StopScan::Stop(out) => {
+                    emit(&mut generation.text, on_piece, &out);
+                    true
+                }
+            };
+            if stop_hit {
+                break FinishReason::Stop;
+            }
+            self.decode(&[token], true)?;
+        };
+        if finish != FinishReason::Cancelled {
+            let tail = utf8.finish();
+            let mut rest = match stops.push(&tail) {
+                StopScan::Continue(out) | StopScan::Stop(out) => out,
+            };
+            rest.push_str(&stops.finish());
+            emit(&mut generation.text, on_piece, &rest);
+        }
+        generation.finish = finish;
+        generation.generation_time = gen_started.elapsed();
+        Ok(generation)
+    }
+
+    fn count_tokens(&mut self, message: &Message) -> Result<u32> {
+        // Content plus calls, and a few tokens for the role markup around them.
+        let mut text = message.content.clone();
+        for call in &message.tool_calls {
+            text.push_str(&call.name);
+            text.push_str(&call.arguments.to_string());
+        }
+        Ok(self.tokenize(&text, false).len() as u32 + 8)
+    }
+
+    fn context_size(&self) -> u32 {
+        self.ctx.n_ctx()
+    }
+
+    fn tool_call_format(&self) -> ToolCallFormat {
+        self.template.tool_call_format()
+    }
+}
+
+fn emit(text: &mut String, on_piece: &mut dyn FnMut(&str), out: &str) {
+    if !out.is_empty() {
+        text.push_str(out);
+        on_piece(out);
+    }
+}
+
+fn random_seed() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish() as u32
+}

@@ -1,0 +1,203 @@
+//! `Model`: a GGUF file loaded once and shared (reference-counted) by any
+//! number of agents, each with its own context.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use llama_cpp_2::llama_backend::LlamaBackend as LlamaRuntime;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+
+use super::logs;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::template::{ModelMetadata, SpecialTokens};
+
+/// llama.cpp's global state: `LlamaBackend::init()` succeeds once per
+/// process, so one is kept for the life of the process.
+pub(crate) fn runtime() -> Result<&'static LlamaRuntime> {
+    static RUNTIME: OnceLock<std::result::Result<LlamaRuntime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            logs::install();
+            LlamaRuntime::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Internal(format!("llama.cpp failed to initialise: {e}")))
+}
+
+/// How to load a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelParams {
+    /// Layers to offload to the GPU; -1 offloads all.
+    pub gpu_layers: i32,
+    /// Map the file instead of reading it.
+    pub use_mmap: bool,
+}
+
+impl Default for ModelParams {
+    fn default() -> Self {
+        ModelParams {
+            gpu_layers: 0,
+            use_mmap: true,
+        }
+    }
+}
+
+impl From<&Config> for ModelParams {
+    fn from(config: &Config) -> Self {
+        ModelParams {
+            gpu_layers: config.gpu_layers,
+            ..ModelParams::default()
+        }
+    }
+}
+
+pub(crate) struct ModelInner {
+    pub(crate) llama: LlamaModel,
+    pub(crate) path: String,
+    pub(crate) metadata: ModelMetadata,
+}
+
+/// A loaded GGUF model. Cloning is cheap and shares the weights.
+#[derive(Clone)]
+pub struct Model {
+    pub(crate) inner: Arc<ModelInner>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("path", &self.inner.path)
+            .field("architecture", &self.inner.metadata.architecture)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Loads a GGUF file.
+    pub fn load(path: impl AsRef<Path>, params: ModelParams) -> Result<Model> {
+        Self::load_with_progress(path, params, |_| true)
+    }
+
+    /// Loads a GGUF file, reporting progress from 0.0 to 1.0; returning
+    /// `false` from `on_progress` cancels the load (`Error::Cancelled`).
+    pub fn load_with_progress(
+        path: impl AsRef<Path>,
+        params: ModelParams,
+        mut on_progress: impl FnMut(f32) -> bool + 'static,
+    ) -> Result<Model> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let fail = |reason: String| Error::ModelLoadFailed {
+            path: shown.clone(),
+            reason,
+        };
+        check_gguf_file(path).map_err(&fail)?;
+        let runtime = runtime()?;
+
+        let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen_cancel = cancelled.clone();
+        let mut llama_params = LlamaModelParams::default()
+            .with_use_mmap(params.use_mmap)
+            .with_progress_callback(move |progress| {
+                // A panic must not unwind into llama.cpp.
+                let go_on = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    on_progress(progress)
+                }))
+                .unwrap_or(false);
+                if !go_on {
+                    seen_cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                go_on
+            });
+        llama_params = match params.gpu_layers {
+            -1 => llama_params.with_n_gpu_layers(u32::MAX >> 1),
+            n => llama_params.with_n_gpu_layers(n.max(0) as u32),
+        };
+
+        logs::take_recent_errors();
+        let llama = LlamaModel::load_from_file(runtime, path, &llama_params).map_err(|e| {
+            if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+                return Error::Cancelled(format!("loading `{shown}` was cancelled"));
+            }
+            let detail = logs::take_recent_errors().join("; ");
+            fail(if detail.is_empty() {
+                format!("llama.cpp could not load it ({e})")
+            } else {
+                format!("llama.cpp could not load it: {detail}")
+            })
+        })?;
+        let metadata = read_metadata(&llama);
+        Ok(Model {
+            inner: Arc::new(ModelInner {
+                llama,
+                path: shown,
+                metadata,
+            }),
+        })
+    }
+
+    /// The path it was loaded from.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// What the GGUF says about itself (template, architecture, name, special tokens).
+    pub fn metadata(&self) -> &ModelMetadata {
+        &self.inner.metadata
+    }
+
+    /// The context length the model was trained with.
+    pub fn trained_context(&self) -> u32 {
+        self.inner.llama.n_ctx_train()
+    }
+
+    /// How many agents and handles share this model.
+    pub fn share_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+}
+
+/// Checks what can be checked before llama.cpp sees the file, so that the
+/// common mistakes get a clear reason: missing, a directory, unreadable,
+/// empty, or not a GGUF file.
+fn check_gguf_file(path: &Path) -> std::result::Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "the file does not exist".to_string(),
+        _ => format!("cannot read it: {e}"),
+    })?;
+    if meta.is_dir() {
+        return Err("it is a directory, not a GGUF file".into());
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => format!("it is too short ({} bytes) to be a GGUF file", meta.len()),
+            _ => format!("cannot read it: {e}"),
+        })?;
+    if &magic != b"GGUF" {
+        return Err(format!(
+            "it is not a GGUF file (it starts with {:02x?}, not \"GGUF\")",
+            magic
+        ));
+    }
+    Ok(())
+}
+
+fn read_metadata(model: &LlamaModel) -> ModelMetadata {
+    let meta = |key: &str| model.meta_val_str(key).ok().filter(|v| !v.is_empty());
+    let vocab = model.vocab();
+    let piece = |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
+    ModelMetadata {
+        chat_template: meta("tokenizer.chat_template"),
+        architecture: meta("general.architecture"),
+        name: meta("general.name"),
+        special: SpecialTokens {
+            bos: piece(vocab.bos()),
+            eos: piece(vocab.eos()),
+        },
+    }
+}

@@ -1,0 +1,294 @@
+//! `MockBackend`: a scripted backend for unit tests, never for production.
+//! It replays replies in order, streams them piece by piece with a
+//! configurable delay, injects errors, and records every call it receives.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::{Backend, CacheHint, FinishReason, GenerateRequest, Generation};
+use crate::cancel::CancelToken;
+use crate::config::ToolChoice;
+use crate::error::{Error, Result};
+use crate::message::{Message, Role};
+use crate::tools::{ToolCallFormat, ToolDefinition};
+
+/// One scripted reply.
+#[derive(Debug, Clone)]
+pub enum MockReply {
+    /// Stream this text.
+    Text(String),
+    /// Fail with this error.
+    Fail(Error),
+}
+
+impl MockReply {
+    /// A plain text reply.
+    pub fn text(text: impl Into<String>) -> Self {
+        MockReply::Text(text.into())
+    }
+
+    /// A reply that calls one tool, in the Hermes format.
+    pub fn tool_call(name: &str, arguments: Value) -> Self {
+        Self::tool_calls(&[(name, arguments)])
+    }
+
+    /// A reply that calls several tools in order.
+    pub fn tool_calls(calls: &[(&str, Value)]) -> Self {
+        let text = calls
+            .iter()
+            .map(|(name, args)| {
+                format!(
+                    "<tool_call>\n{}\n</tool_call>",
+                    serde_json::json!({"name": name, "arguments": args})
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        MockReply::Text(text)
+    }
+}
+
+/// What the mock was asked, for tests to inspect.
+#[derive(Debug, Clone)]
+pub struct RecordedCall {
+    /// The conversation it was given.
+    pub messages: Vec<Message>,
+    /// The tools it was given.
+    pub tools: Vec<ToolDefinition>,
+    /// The tool choice.
+    pub tool_choice: ToolChoice,
+    /// The token limit.
+    pub max_tokens: Option<u32>,
+    /// The KV-cache hint.
+    pub cache_hint: CacheHint,
+    /// The thread it ran on.
+    pub thread: ThreadId,
+}
+
+#[derive(Debug)]
+struct MockState {
+    script: VecDeque<MockReply>,
+    piece_delay: Duration,
+    context_size: u32,
+    calls: Vec<RecordedCall>,
+    threads: Vec<ThreadId>,
+}
+
+/// A scripted backend. Clones share their script and records, so a test
+/// keeps one clone and gives the other to the agent. With an empty script it
+/// echoes the last user message as `echo: …`.
+#[derive(Debug, Clone)]
+pub struct MockBackend {
+    state: Arc<Mutex<MockState>>,
+}
+
+impl Default for MockBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MockBackend {
+    /// A mock with an empty script, no delay and a 4096-token context.
+    pub fn new() -> Self {
+        MockBackend {
+            state: Arc::new(Mutex::new(MockState {
+                script: VecDeque::new(),
+                piece_delay: Duration::ZERO,
+                context_size: 4096,
+                calls: Vec::new(),
+                threads: Vec::new(),
+            })),
+        }
+    }
+
+    /// A mock that will give these replies in order.
+    pub fn with_script(replies: impl IntoIterator<Item = MockReply>) -> Self {
+        let mock = Self::new();
+        mock.push_replies(replies);
+        mock
+    }
+
+    /// Appends replies to the script.
+    pub fn push_replies(&self, replies: impl IntoIterator<Item = MockReply>) {
+        self.state.lock().script.extend(replies);
+    }
+
+    /// Sleeps this long before each streamed piece.
+    pub fn set_piece_delay(&self, delay: Duration) {
+        self.state.lock().piece_delay = delay;
+    }
+
+    /// Sets the context window the mock reports.
+    pub fn set_context_size(&self, tokens: u32) {
+        self.state.lock().context_size = tokens;
+    }
+
+    /// Every generate call so far.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.state.lock().calls.clone()
+    }
+
+    /// The thread of every backend method call so far.
+    pub fn threads(&self) -> Vec<ThreadId> {
+        self.state.lock().threads.clone()
+    }
+
+    /// How many clones of this mock exist (the agent holds one while it runs).
+    pub fn share_count(&self) -> usize {
+        Arc::strong_count(&self.state)
+    }
+
+    /// Scripted replies not yet used.
+    pub fn remaining(&self) -> usize {
+        self.state.lock().script.len()
+    }
+
+    /// The mock's token rule: one token per whitespace-separated word, plus
+    /// four for the message's markup.
+    pub fn tokens_of(message: &Message) -> u32 {
+        let calls: usize = message
+            .tool_calls
+            .iter()
+            .map(|c| 2 + c.arguments.to_string().split_whitespace().count())
+            .sum();
+        (message.content.split_whitespace().count() + calls) as u32 + 4
+    }
+}
+
+/// Splits text into pieces the way a tokenizer roughly would: each piece is
+/// a word with the whitespace before it.
+fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_word = false;
+    for (i, ch) in text.char_indices() {
+        if ch.is_whitespace() && in_word {
+            out.push(&text[start..i]);
+            start = i;
+            in_word = false;
+        } else if !ch.is_whitespace() {
+            in_word = true;
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+impl Backend for MockBackend {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
+        let started = Instant::now();
+        let (reply, delay) = {
+            let mut state = self.state.lock();
+            state.threads.push(std::thread::current().id());
+            state.calls.push(RecordedCall {
+                messages: request.messages.to_vec(),
+                tools: request.tools.to_vec(),
+                tool_choice: request.tool_choice.clone(),
+                max_tokens: request.max_tokens,
+                cache_hint: request.cache_hint,
+                thread: std::thread::current().id(),
+            });
+            let reply = state.script.pop_front().unwrap_or_else(|| {
+                let last_user = request
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User)
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default();
+                MockReply::Text(format!("echo: {last_user}"))
+            });
+            (reply, state.piece_delay)
+        };
+        let text = match reply {
+            MockReply::Text(text) => text,
+            MockReply::Fail(error) => return Err(error),
+        };
+        let prompt_tokens: u32 = request.messages.iter().map(Self::tokens_of).sum();
+        let cached_tokens: u32 = request
+            .messages
+            .iter()
+            .take(request.cache_hint.stable_prefix)
+            .map(Self::tokens_of)
+            .sum();
+        let prompt_time = started.elapsed();
+
+        let mut out = String::new();
+        let mut first_token = None;
+        let mut finish = FinishReason::Stop;
+        for (count, piece) in pieces(&text).into_iter().enumerate() {
+            if request.max_tokens.is_some_and(|max| count as u32 >= max) {
+                finish = FinishReason::Length;
+                break;
+            }
+            // Sleep in short slices so that cancellation is seen promptly.
+            let wake = Instant::now() + delay;
+            while Instant::now() < wake && !cancel.is_cancelled() {
+                std::thread::sleep((wake - Instant::now()).min(Duration::from_millis(2)));
+            }
+            if cancel.is_cancelled() {
+                finish = FinishReason::Cancelled;
+                break;
+            }
+            first_token.get_or_insert_with(|| started.elapsed());
+            out.push_str(piece);
+            on_piece(piece);
+        }
+        if let Some(stop) = request.stop.iter().find_map(|s| out.find(s.as_str())) {
+            out.truncate(stop);
+        }
+        let completion_tokens = pieces(&out).len() as u32;
+        Ok(Generation {
+            text: out,
+            finish,
+            prompt_tokens,
+            cached_tokens,
+            completion_tokens,
+            time_to_first_token: first_token.unwrap_or_else(|| started.elapsed()),
+            prompt_time,
+            generation_time: started.elapsed() - prompt_time,
+        })
+    }
+
+    fn count_tokens(&mut self, message: &Message) -> Result<u32> {
+        self.state
+            .lock()
+            .threads
+            .push(std::thread::current().id());
+        Ok(Self::tokens_of(message))
+    }
+
+    fn context_size(&self) -> u32 {
+        self.state.lock().context_size
+    }
+
+    fn tool_call_format(&self) -> ToolCallFormat {
+        ToolCallFormat::Hermes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_keep_every_character() {
+        let text = "  hello wörld\n<tool_call>{\"a\": 1}  ";
+        assert_eq!(pieces(text).concat(), text);
+        assert_eq!(pieces("a b"), vec!["a", " b"]);
+        assert!(pieces("").is_empty());
+    }
+}

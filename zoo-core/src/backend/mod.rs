@@ -1,0 +1,99 @@
+//! The backend boundary. A backend speaks in messages, not tokens, so that
+//! llama.cpp, the test mock and (later) a remote endpoint share one trait:
+//! given the conversation, the tools and the sampling limits it streams one
+//! assistant reply and reports its usage.
+
+#[cfg(feature = "llama")]
+pub mod llama;
+pub mod mock;
+
+use std::time::Duration;
+
+use crate::cancel::CancelToken;
+use crate::config::ToolChoice;
+use crate::error::Result;
+use crate::message::Message;
+use crate::tools::{ToolCallFormat, ToolDefinition};
+
+/// What the engine tells the backend about the KV cache: how many leading
+/// messages are exactly those of the previous request. A backend may reuse
+/// its cache for them; 0 means the history was edited at the start (a new
+/// system prompt, a clear) and nothing carries over. `LlamaBackend` also
+/// diffs tokens itself, so the hint is advice, never a promise to trust blindly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheHint {
+    /// Leading messages unchanged since the previous request.
+    pub stable_prefix: usize,
+}
+
+/// One reply to generate.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest<'a> {
+    /// The whole conversation to answer, system prompt first.
+    pub messages: &'a [Message],
+    /// Tools the model may call (empty when none may be called).
+    pub tools: &'a [ToolDefinition],
+    /// `Required` or a tool name constrain the whole reply to a call; `Auto`
+    /// lets the model choose, constraining a call once it begins.
+    pub tool_choice: &'a ToolChoice,
+    /// Upper bound on generated tokens; `None` means the context's room.
+    pub max_tokens: Option<u32>,
+    /// Strings that end the reply.
+    pub stop: &'a [String],
+    /// KV-cache advice.
+    pub cache_hint: CacheHint,
+}
+
+/// Why a reply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// End-of-generation token or stop string.
+    Stop,
+    /// `max_tokens` or the context window was reached.
+    Length,
+    /// The cancel token was set.
+    Cancelled,
+}
+
+/// A finished reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// The reply's text (stop strings removed).
+    pub text: String,
+    /// Why it ended.
+    pub finish: FinishReason,
+    /// Prompt tokens, including the cached ones.
+    pub prompt_tokens: u32,
+    /// Prompt tokens reused from the KV cache.
+    pub cached_tokens: u32,
+    /// Generated tokens.
+    pub completion_tokens: u32,
+    /// From the call to the first generated token.
+    pub time_to_first_token: Duration,
+    /// Time evaluating the prompt.
+    pub prompt_time: Duration,
+    /// Time generating.
+    pub generation_time: Duration,
+}
+
+/// An inference engine. Called only from the agent's inference thread.
+pub trait Backend {
+    /// Generates one assistant reply, passing text pieces to `on_piece` as
+    /// they are produced (never splitting a UTF-8 character), and stopping
+    /// promptly once `cancel` is set.
+    fn generate(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Generation>;
+
+    /// Tokens this message takes in a prompt, template markup included.
+    fn count_tokens(&mut self, message: &Message) -> Result<u32>;
+
+    /// The context window in tokens.
+    fn context_size(&self) -> u32;
+
+    /// The call format the model is taught (from its chat template).
+    fn tool_call_format(&self) -> ToolCallFormat;
+}

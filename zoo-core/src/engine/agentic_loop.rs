@@ -1,0 +1,529 @@
+//! The agentic loop: one chat turn, from the user's message to the final
+//! reply. Read top to bottom, it follows the seed TRD's state machine:
+//!
+//! 1. **Format**: append the user message, prune old turns to fit the window.
+//! 2. **Infer**: stream one model reply (tool-call markup hidden from `on_token`).
+//! 3. **Parse**: find tool calls in the reply. No call: the reply is final.
+//! 4. **Validate** each call against its tool's schema.
+//! 5. **Execute** the valid ones, in order.
+//! 6. **Inject** results and errors as tool messages; errors say exactly what
+//!    was wrong so the model can correct itself. Repeat from 2.
+//!
+//! The loop ends on a reply without calls (`stop`/`length`), after
+//! `max_tool_iterations` replies with calls (`tool_limit`), on cancellation
+//! (`cancelled`, with the partial text) or on a backend error (the turn is
+//! undone and the error returned; the agent stays usable).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::history::History;
+use super::stream_filter::StreamFilter;
+use crate::backend::{Backend, CacheHint, FinishReason, GenerateRequest, Generation};
+use crate::cancel::CancelToken;
+use crate::config::ToolChoice;
+use crate::error::{Error, ErrorCode, Result};
+use crate::event::AgentEvent;
+use crate::message::{Message, ToolCall};
+use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+use crate::tools::parser::{self, ParseFailure, ParsedCall};
+use crate::tools::registry::ToolRegistry;
+use crate::tools::ToolDefinition;
+
+/// Tokens kept free for the reply when `max_tokens` is not set.
+const DEFAULT_REPLY_RESERVE: u32 = 1024;
+
+/// The limits and defaults a turn runs with.
+#[derive(Debug, Clone)]
+pub struct TurnSettings {
+    /// Replies with tool calls allowed before the turn ends as `tool_limit`.
+    pub max_tool_iterations: u32,
+    /// Failed attempts at one tool allowed after the first.
+    pub max_tool_retries: u32,
+    /// Tool choice for this turn.
+    pub tool_choice: ToolChoice,
+    /// Token limit per reply.
+    pub max_tokens: Option<u32>,
+    /// Stop strings.
+    pub stop: Vec<String>,
+}
+
+/// What the caller sends: the message and this turn's ephemeral context.
+#[derive(Debug, Clone, Default)]
+pub struct TurnInput {
+    /// The user's message, stored in the history.
+    pub message: String,
+    /// Retrieved context shown to the model for this turn only, never stored.
+    pub rag_context: Option<String>,
+}
+
+/// The turn's callbacks, run on the inference thread.
+#[derive(Default)]
+pub struct Callbacks<'a> {
+    /// Receives reply text as it is generated.
+    pub on_token: Option<&'a mut (dyn FnMut(&str) + Send)>,
+    /// Receives progress events.
+    pub on_event: Option<&'a mut (dyn FnMut(&AgentEvent) + Send)>,
+}
+
+impl Callbacks<'_> {
+    fn token(&mut self, text: &str) {
+        if let Some(f) = self.on_token.as_mut() {
+            f(text);
+        }
+    }
+
+    fn event(&mut self, event: AgentEvent) {
+        if let Some(f) = self.on_event.as_mut() {
+            f(&event);
+        }
+    }
+}
+
+/// Runs one chat turn. On `Err` the history is as it was before the turn.
+pub fn run_turn(
+    backend: &mut dyn Backend,
+    history: &mut History,
+    tools: &ToolRegistry,
+    settings: &TurnSettings,
+    input: TurnInput,
+    callbacks: Callbacks<'_>,
+    cancel: &CancelToken,
+) -> Result<Response> {
+    let undo_to = history.len();
+    let mut turn = Turn {
+        backend,
+        history,
+        tools,
+        settings,
+        callbacks,
+        cancel,
+        started: Instant::now(),
+        first_token: None,
+        usage: Usage::default(),
+        metrics: Metrics::default(),
+        records: Vec::new(),
+        errors: Vec::new(),
+        failures_by_tool: HashMap::new(),
+    };
+    let result = turn.run(input);
+    if result.is_err() {
+        history.truncate(undo_to);
+    }
+    result
+}
+
+/// The state of one turn in progress.
+struct Turn<'a, 'cb> {
+    backend: &'a mut dyn Backend,
+    history: &'a mut History,
+    tools: &'a ToolRegistry,
+    settings: &'a TurnSettings,
+    callbacks: Callbacks<'cb>,
+    cancel: &'a CancelToken,
+    started: Instant,
+    first_token: Option<Duration>,
+    usage: Usage,
+    metrics: Metrics,
+    records: Vec<ToolCallRecord>,
+    errors: Vec<ToolErrorRecord>,
+    /// Failed attempts per tool name in this turn; a success resets it.
+    failures_by_tool: HashMap<String, u32>,
+}
+
+impl Turn<'_, '_> {
+    fn run(&mut self, input: TurnInput) -> Result<Response> {
+        // 1. Format: the user message joins the history; its index marks the
+        //    current turn, which pruning never touches.
+        let user = Message::user(input.message);
+        let tokens = self.backend.count_tokens(&user)?;
+        let turn_start = self.history.len();
+        self.history.push(user, tokens)?;
+
+        let mut tool_choice = self.settings.tool_choice.clone();
+        let mut tool_rounds = 0;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(self.finish(String::new(), StopReason::Cancelled));
+            }
+            self.metrics.iterations += 1;
+            self.callbacks.event(AgentEvent::IterationStarted {
+                iteration: self.metrics.iterations,
+            });
+            let definitions = self.visible_tools(&tool_choice)?;
+            self.fit_context(&definitions, turn_start)?;
+
+            // 2. Infer.
+            let generation = self.infer(&definitions, &tool_choice, turn_start, &input.rag_context)?;
+            match generation.finish {
+                FinishReason::Cancelled => {
+                    self.commit_reply(Message::assistant(generation.text.clone()))?;
+                    return Ok(self.finish(generation.text, StopReason::Cancelled));
+                }
+                FinishReason::Length => {
+                    self.commit_reply(Message::assistant(generation.text.clone()))?;
+                    return Ok(self.finish(generation.text, StopReason::Length));
+                }
+                FinishReason::Stop => {}
+            }
+
+            // 3. Parse. With no tools visible, the reply is plain text.
+            let parsed = if definitions.is_empty() {
+                parser::ParsedReply {
+                    content: generation.text.trim().to_string(),
+                    ..Default::default()
+                }
+            } else {
+                parser::parse(&generation.text)
+            };
+            if !parsed.has_calls() && parsed.failures.is_empty() {
+                self.commit_reply(Message::assistant(parsed.content.clone()))?;
+                return Ok(self.finish(parsed.content, StopReason::Stop));
+            }
+
+            // The reply called tools: record it with ids, so that each result
+            // (or error) can answer its call.
+            let calls: Vec<ToolCall> = parsed
+                .calls
+                .iter()
+                .map(|c| ToolCall {
+                    id: self.history.next_call_id(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect();
+            let mut content = parsed.content.clone();
+            for failure in &parsed.failures {
+                content = join_text(&content, &failure.fragment);
+            }
+            self.commit_reply(Message::assistant_with_tool_calls(
+                content.clone(),
+                calls.clone(),
+            ))?;
+
+            if tool_rounds == self.settings.max_tool_iterations {
+                self.refuse_calls(&calls, "the tool-call limit of this turn was reached")?;
+                return Ok(self.finish(content, StopReason::ToolLimit));
+            }
+            tool_rounds += 1;
+
+            // 4–6. Validate, execute, inject; then unreadable calls.
+            let mut exhausted = false;
+            let mut succeeded = false;
+            for (call, parsed_call) in calls.iter().zip(&parsed.calls) {
+                match self.execute(call, parsed_call)? {
+                    CallOutcome::Succeeded => succeeded = true,
+                    CallOutcome::Failed => {}
+                    CallOutcome::Exhausted => exhausted = true,
+                }
+            }
+            for failure in &parsed.failures {
+                exhausted |= self.report_unreadable_call(failure)?;
+            }
+
+            // A forced choice holds until a call succeeds; after that the
+            // model must be free to answer. Past the retry limit, tools are
+            // withdrawn so the model answers with what it has.
+            if exhausted {
+                tool_choice = ToolChoice::None;
+            } else if succeeded && tool_choice != ToolChoice::None {
+                tool_choice = ToolChoice::Auto;
+            }
+        }
+    }
+
+    /// The tools shown to the model for this choice.
+    fn visible_tools(&self, choice: &ToolChoice) -> Result<Vec<ToolDefinition>> {
+        match choice {
+            ToolChoice::None => Ok(Vec::new()),
+            ToolChoice::Tool(name) => self
+                .tools
+                .get(name)
+                .map(|t| vec![t.definition().clone()])
+                .ok_or_else(|| Error::ToolNotFound(name.clone())),
+            ToolChoice::Auto | ToolChoice::Required => Ok(self.tools.definitions()),
+        }
+    }
+
+    /// Prunes the oldest turns until the prompt, the tool descriptions and
+    /// room for the reply fit the context window.
+    fn fit_context(&mut self, tools: &[ToolDefinition], turn_start: usize) -> Result<()> {
+        let context = self.backend.context_size();
+        let tool_tokens = if tools.is_empty() {
+            0
+        } else {
+            let described = Message::system(serde_json::to_string(tools)?);
+            self.backend.count_tokens(&described)?
+        };
+        let reply = self
+            .settings
+            .max_tokens
+            .unwrap_or(DEFAULT_REPLY_RESERVE.min(context / 4));
+        let budget = context.saturating_sub(reply + tool_tokens);
+        let pruned = self.history.prune_to_fit(budget, turn_start);
+        if !pruned.is_empty() {
+            tracing::debug!(count = pruned.len(), "pruned history to fit the context");
+            self.callbacks
+                .event(AgentEvent::HistoryPruned { messages: pruned });
+        }
+        if self.history.total_tokens() > budget {
+            return Err(Error::ContextOverflow(format!(
+                "the current turn needs {} tokens but only {budget} of the {context}-token \
+                 context are left after reserving {reply} for the reply and {tool_tokens} for \
+                 tool descriptions",
+                self.history.total_tokens()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Generates one reply, streaming its prose to `on_token`.
+    fn infer(
+        &mut self,
+        tools: &[ToolDefinition],
+        tool_choice: &ToolChoice,
+        turn_start: usize,
+        rag_context: &Option<String>,
+    ) -> Result<Generation> {
+        let mut messages = self.history.messages();
+        if let Some(context) = rag_context {
+            // Ephemeral: shown in this request, never stored in the history.
+            let index = messages.len() - (self.history.len() - turn_start);
+            let question = &messages[index].content;
+            messages[index].content = format!("Context:\n{context}\n\n{question}");
+        }
+        let request = GenerateRequest {
+            messages: &messages,
+            tools,
+            tool_choice,
+            max_tokens: self.settings.max_tokens,
+            stop: &self.settings.stop,
+            cache_hint: CacheHint {
+                stable_prefix: self.history.stable_prefix(),
+            },
+        };
+        let trigger = if tools.is_empty() {
+            ""
+        } else {
+            self.backend.tool_call_format().trigger()
+        };
+        let mut filter = StreamFilter::new(trigger);
+        let started = self.started;
+        let first_token = &mut self.first_token;
+        let callbacks = &mut self.callbacks;
+        let generation = self.backend.generate(
+            &request,
+            &mut |piece| {
+                first_token.get_or_insert_with(|| started.elapsed());
+                if let Some(text) = filter.push(piece) {
+                    callbacks.token(&text);
+                }
+            },
+            self.cancel,
+        )?;
+        if let Some(text) = filter.finish() {
+            self.callbacks.token(&text);
+        }
+        self.history.mark_sent();
+        self.usage.add(Usage {
+            prompt_tokens: generation.prompt_tokens,
+            cached_tokens: generation.cached_tokens,
+            completion_tokens: generation.completion_tokens,
+            total_tokens: generation.prompt_tokens + generation.completion_tokens,
+        });
+        self.metrics.prompt_ms += ms(generation.prompt_time);
+        self.metrics.generation_ms += ms(generation.generation_time);
+        Ok(generation)
+    }
+
+    /// Validates and runs one call, then injects its result or error.
+    fn execute(&mut self, call: &ToolCall, parsed: &ParsedCall) -> Result<CallOutcome> {
+        self.callbacks.event(AgentEvent::ToolCallStarted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        let started = Instant::now();
+        let outcome = match self.tools.get(&parsed.name) {
+            None => Err(Error::ToolNotFound(parsed.name.clone())),
+            Some(tool) => tool.invoke(parsed.arguments.clone()),
+        };
+        let duration_ms = ms(started.elapsed());
+        let (result, error) = match &outcome {
+            Ok(value) => (Some(value.clone()), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        self.records.push(ToolCallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            result: result.clone(),
+            error: error.clone(),
+            duration_ms,
+        });
+        self.callbacks.event(AgentEvent::ToolCallFinished {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            result,
+            error,
+            duration_ms,
+        });
+        match outcome {
+            Ok(value) => {
+                self.failures_by_tool.remove(&call.name);
+                let message = Message::tool(&call.id, &call.name, result_text(&value));
+                self.inject(message)?;
+                Ok(CallOutcome::Succeeded)
+            }
+            Err(error) => {
+                let (message, exhausted) = self.record_failure(&call.name, &error);
+                self.inject(Message::tool_error(&call.id, &call.name, message))?;
+                Ok(if exhausted {
+                    CallOutcome::Exhausted
+                } else {
+                    CallOutcome::Failed
+                })
+            }
+        }
+    }
+
+    /// A call that could not be parsed goes back to the model as a system
+    /// message (there is no call id to answer). Returns whether retries ran out.
+    fn report_unreadable_call(&mut self, failure: &ParseFailure) -> Result<bool> {
+        let tool = failure.tool.clone().unwrap_or_default();
+        let error = Error::InvalidJson(failure.message.clone());
+        let (message, exhausted) = self.record_failure(&tool, &error);
+        self.inject(Message::system(message))?;
+        Ok(exhausted)
+    }
+
+    /// Counts a failed attempt, records it, and words the message the model
+    /// reads. Returns the message and whether the retry limit was passed.
+    fn record_failure(&mut self, tool: &str, error: &Error) -> (String, bool) {
+        let attempt = {
+            let n = self.failures_by_tool.entry(tool.to_string()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let mut message = self.correction_hint(tool, error);
+        self.push_error(tool, error.code(), message.clone(), attempt);
+        let exhausted = attempt > self.settings.max_tool_retries;
+        if exhausted {
+            let gave_up = Error::ToolRetriesExhausted {
+                tool: tool.to_string(),
+                attempts: attempt,
+            };
+            self.push_error(tool, gave_up.code(), gave_up.to_string(), attempt);
+            message.push_str(&format!(
+                " This failed {attempt} times: stop calling tools and answer the user \
+                 with what you know."
+            ));
+        }
+        (message, exhausted)
+    }
+
+    fn push_error(&mut self, tool: &str, kind: ErrorCode, message: String, attempt: u32) {
+        let record = ToolErrorRecord {
+            tool: tool.to_string(),
+            kind,
+            message,
+            attempt,
+        };
+        self.callbacks.event(AgentEvent::ToolError(record.clone()));
+        self.errors.push(record);
+    }
+
+    /// What the model is told, so that it can correct its call.
+    fn correction_hint(&self, tool: &str, error: &Error) -> String {
+        match error {
+            Error::ToolNotFound(name) => {
+                let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
+                format!(
+                    "Error: there is no tool named `{name}`. Available tools: {}.",
+                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                )
+            }
+            Error::ToolValidationFailed { message, .. } => format!(
+                "Error: invalid arguments for `{tool}`: {message}. Call `{tool}` again with \
+                 arguments that match its parameters."
+            ),
+            Error::ToolHandlerFailed { message, .. } => {
+                format!("Error: `{tool}` failed: {message}")
+            }
+            Error::InvalidJson(message) => format!(
+                "Error: your tool call could not be read: {message}. Write each call as \
+                 {} {{\"name\": \"<tool>\", \"arguments\": {{...}}}} with valid JSON.",
+                self.backend.tool_call_format().trigger()
+            ),
+            other => format!("Error: {other}"),
+        }
+    }
+
+    /// Answers calls that will not run, keeping every call paired with a result.
+    fn refuse_calls(&mut self, calls: &[ToolCall], why: &str) -> Result<()> {
+        for call in calls {
+            self.inject(Message::tool_error(&call.id, &call.name, format!("Not executed: {why}.")))?;
+        }
+        Ok(())
+    }
+
+    fn commit_reply(&mut self, message: Message) -> Result<()> {
+        self.inject(message)
+    }
+
+    fn inject(&mut self, message: Message) -> Result<()> {
+        let tokens = self.backend.count_tokens(&message)?;
+        self.history.push(message, tokens)
+    }
+
+    /// Builds the response.
+    fn finish(&mut self, text: String, stop_reason: StopReason) -> Response {
+        let mut metrics = self.metrics;
+        metrics.total_ms = ms(self.started.elapsed());
+        metrics.time_to_first_token_ms = self.first_token.map(ms).unwrap_or(0.0);
+        metrics.tokens_per_second = if metrics.generation_ms > 0.0 {
+            f64::from(self.usage.completion_tokens) * 1000.0 / metrics.generation_ms
+        } else {
+            0.0
+        };
+        Response {
+            text,
+            stop_reason,
+            tool_calls: std::mem::take(&mut self.records),
+            tool_errors: std::mem::take(&mut self.errors),
+            usage: self.usage,
+            metrics,
+        }
+    }
+}
+
+/// How one call went.
+enum CallOutcome {
+    Succeeded,
+    Failed,
+    Exhausted,
+}
+
+/// The text a tool result is given to the model as: strings as they are,
+/// anything else as compact JSON.
+fn result_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn join_text(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}\n{b}"),
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+

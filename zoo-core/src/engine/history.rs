@@ -1,0 +1,208 @@
+//! The history manager: the conversation the agent remembers, with a token
+//! count per message, role-order rules, FIFO pruning that keeps the system
+//! prompt and never splits a tool call from its result, and the KV-cache
+//! hint (how many leading messages are unchanged since the last request).
+
+use crate::error::{Error, Result};
+use crate::message::{Message, Role};
+
+#[derive(Debug, Clone)]
+struct Entry {
+    message: Message,
+    tokens: u32,
+}
+
+/// The conversation: an optional system prompt, then the messages.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    system: Option<Entry>,
+    entries: Vec<Entry>,
+    /// Leading messages (system prompt included) unchanged since `mark_sent`.
+    stable: usize,
+    next_call: u64,
+}
+
+impl History {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets (or with `None` removes) the system prompt. The KV cache cannot
+    /// be reused after this: everything follows the system prompt.
+    pub fn set_system_prompt(&mut self, prompt: Option<(String, u32)>) {
+        self.system = prompt.map(|(text, tokens)| Entry {
+            message: Message::system(text),
+            tokens,
+        });
+        self.stable = 0;
+    }
+
+    /// The system prompt, if any.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.system.as_ref().map(|e| e.message.content.as_str())
+    }
+
+    /// Appends a message after checking the role order:
+    /// - no two user messages in a row, and no user message while an
+    ///   assistant's tool calls are unanswered;
+    /// - a tool message only answers a call of the latest assistant message
+    ///   that has not been answered yet;
+    /// - a system message at the very start becomes the system prompt.
+    pub fn push(&mut self, message: Message, tokens: u32) -> Result<()> {
+        if message.role == Role::System && self.entries.is_empty() && self.system.is_none() {
+            self.system = Some(Entry { message, tokens });
+            return Ok(());
+        }
+        self.check_order(&message)?;
+        self.entries.push(Entry { message, tokens });
+        Ok(())
+    }
+
+    fn check_order(&self, message: &Message) -> Result<()> {
+        let last = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.message.role != Role::System)
+            .map(|e| &e.message);
+        match message.role {
+            Role::User => {
+                if last.is_some_and(|m| m.role == Role::User) {
+                    return Err(Error::InvalidMessageSequence(
+                        "a user message cannot follow another user message; \
+                         the assistant has not answered yet"
+                            .into(),
+                    ));
+                }
+                if let Some(id) = self.unanswered_calls().first() {
+                    return Err(Error::InvalidMessageSequence(format!(
+                        "tool call `{id}` has no result yet; add its tool message first"
+                    )));
+                }
+            }
+            Role::Tool => {
+                let id = message.tool_call_id.as_deref().ok_or_else(|| {
+                    Error::InvalidMessageSequence("a tool message needs a tool_call_id".into())
+                })?;
+                if !self.unanswered_calls().contains(&id) {
+                    return Err(Error::InvalidMessageSequence(format!(
+                        "tool message for `{id}` does not answer a pending tool call \
+                         of the preceding assistant message"
+                    )));
+                }
+            }
+            Role::Assistant | Role::System => {}
+        }
+        Ok(())
+    }
+
+    /// Ids of the latest assistant message's calls that have no result yet.
+    fn unanswered_calls(&self) -> Vec<&str> {
+        let Some(pos) = self
+            .entries
+            .iter()
+            .rposition(|e| e.message.role == Role::Assistant)
+        else {
+            return Vec::new();
+        };
+        let answered: Vec<&str> = self.entries[pos + 1..]
+            .iter()
+            .filter_map(|e| e.message.tool_call_id.as_deref())
+            .collect();
+        self.entries[pos]
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .filter(|id| !answered.contains(id))
+            .collect()
+    }
+
+    /// Every message, system prompt first.
+    pub fn messages(&self) -> Vec<Message> {
+        self.system
+            .iter()
+            .chain(&self.entries)
+            .map(|e| e.message.clone())
+            .collect()
+    }
+
+    /// Messages after the system prompt.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no messages after the system prompt.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Token count of each message, system prompt first (same order as `messages`).
+    pub fn token_counts(&self) -> Vec<u32> {
+        self.system
+            .iter()
+            .chain(&self.entries)
+            .map(|e| e.tokens)
+            .collect()
+    }
+
+    /// Sum of the token counts.
+    pub fn total_tokens(&self) -> u32 {
+        self.token_counts().iter().sum()
+    }
+
+    /// Drops messages after the first `len` (system prompt not counted),
+    /// used to undo a turn that failed.
+    pub fn truncate(&mut self, len: usize) {
+        self.entries.truncate(len);
+        let kept = self.entries.len() + usize::from(self.system.is_some());
+        self.stable = self.stable.min(kept);
+    }
+
+    /// Removes every message but the system prompt.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.stable = self.stable.min(usize::from(self.system.is_some()));
+    }
+
+    /// Removes the oldest turns (a user message and everything up to the
+    /// next user message, so a call is never split from its result) until
+    /// the total is at most `budget`. The system prompt and the turn that
+    /// starts at `keep_from` (the current one) are never removed. Returns the
+    /// removed messages, oldest first.
+    pub fn prune_to_fit(&mut self, budget: u32, keep_from: usize) -> Vec<Message> {
+        let mut removed = Vec::new();
+        let mut keep_from = keep_from.min(self.entries.len());
+        while self.total_tokens() > budget && keep_from > 0 {
+            // The oldest turn ends where the next user message begins.
+            let end = self.entries[1..keep_from]
+                .iter()
+                .position(|e| e.message.role == Role::User)
+                .map_or(keep_from, |p| p + 1);
+            removed.extend(self.entries.drain(..end).map(|e| e.message));
+            keep_from -= end;
+        }
+        if !removed.is_empty() {
+            self.stable = self.stable.min(usize::from(self.system.is_some()));
+        }
+        removed
+    }
+
+    /// Leading messages (system prompt included) unchanged since the last
+    /// request was sent.
+    pub fn stable_prefix(&self) -> usize {
+        self.stable
+    }
+
+    /// Records that the current messages were sent to the backend.
+    pub fn mark_sent(&mut self) {
+        self.stable = self.entries.len() + usize::from(self.system.is_some());
+    }
+
+    /// A fresh tool-call id, unique within this history.
+    pub fn next_call_id(&mut self) -> String {
+        self.next_call += 1;
+        format!("call_{}", self.next_call)
+    }
+}

@@ -1,0 +1,245 @@
+//! The inference thread: takes jobs from the queue in order and runs them
+//! against the backend it owns. The history lives here, touched by no other
+//! thread; callers read the copy published after every change.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::ThreadId;
+
+use parking_lot::Mutex;
+
+use super::agentic_loop::{run_turn, Callbacks, TurnInput, TurnSettings};
+use super::history::History;
+use super::queue::RequestQueue;
+use crate::agent::handle::Completion;
+use crate::agent::options::ChatOptions;
+use crate::agent::AgentState;
+use crate::backend::Backend;
+use crate::cancel::CancelToken;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::response::{Metrics, Response, StopReason, Usage};
+use crate::tools::registry::ToolRegistry;
+
+/// A chat waiting for the inference thread.
+pub(crate) struct ChatJob {
+    pub message: String,
+    pub options: ChatOptions,
+    pub cancel: CancelToken,
+    pub completion: Arc<Completion<Result<Response>>>,
+}
+
+/// Work for the inference thread, run in the order it was queued.
+pub(crate) enum Job {
+    Chat(Box<ChatJob>),
+    SetSystemPrompt(Option<String>, Arc<Completion<Result<()>>>),
+    ClearHistory(Arc<Completion<Result<()>>>),
+    ReplaceHistory(Vec<Message>, Arc<Completion<Result<()>>>),
+}
+
+impl Job {
+    /// Resolves a job that will never run.
+    pub(crate) fn abandon(self, error: Error) {
+        match self {
+            Job::Chat(job) => finish_chat(*job, Err(error)),
+            Job::SetSystemPrompt(_, done) | Job::ClearHistory(done) | Job::ReplaceHistory(_, done) => {
+                done.complete(Err(error))
+            }
+        }
+    }
+}
+
+/// State shared by the agent's handles and its inference thread.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub queue: RequestQueue<Job>,
+    pub tools: ToolRegistry,
+    pub status: Mutex<Status>,
+    pub history: Mutex<Vec<Message>>,
+    pub worker_thread: Mutex<Option<ThreadId>>,
+}
+
+/// The lifecycle state and the cancel token of the chat in flight, under
+/// one lock so that `stop()` never misses a chat that is just starting.
+pub(crate) struct Status {
+    pub state: AgentState,
+    pub current: Option<CancelToken>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config) -> Self {
+        Shared {
+            config,
+            queue: RequestQueue::new(),
+            tools: ToolRegistry::new(),
+            status: Mutex::new(Status {
+                state: AgentState::Loading,
+                current: None,
+            }),
+            history: Mutex::new(Vec::new()),
+            worker_thread: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn set_state(&self, state: AgentState) {
+        self.status.lock().state = state;
+    }
+}
+
+/// Serves jobs until the queue is closed. `ready` is completed once the
+/// history is set up, which is when the agent becomes usable.
+pub(crate) fn serve(shared: &Shared, backend: &mut dyn Backend, ready: &Completion<Result<()>>) {
+    let mut history = History::new();
+    if let Err(e) = set_system_prompt(backend, &mut history, shared.config.system_prompt.clone()) {
+        shared.set_state(AgentState::Failed);
+        ready.complete(Err(e));
+        return;
+    }
+    publish(shared, &history);
+    shared.set_state(AgentState::Idle);
+    ready.complete(Ok(()));
+
+    while let Some(job) = shared.queue.pop() {
+        match job {
+            Job::Chat(job) => run_chat(shared, backend, &mut history, *job),
+            Job::SetSystemPrompt(prompt, done) => {
+                done.complete(set_system_prompt(backend, &mut history, prompt));
+                publish(shared, &history);
+            }
+            Job::ClearHistory(done) => {
+                history.clear();
+                publish(shared, &history);
+                done.complete(Ok(()));
+            }
+            Job::ReplaceHistory(messages, done) => {
+                done.complete(replace_history(backend, &mut history, messages));
+                publish(shared, &history);
+            }
+        }
+    }
+}
+
+fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, job: ChatJob) {
+    let ChatJob {
+        message,
+        mut options,
+        cancel,
+        completion,
+    } = job;
+    let job_completion = ChatJob {
+        message: String::new(),
+        options: ChatOptions {
+            on_complete: options.on_complete.take(),
+            ..ChatOptions::default()
+        },
+        cancel: cancel.clone(),
+        completion,
+    };
+    if cancel.is_cancelled() {
+        finish_chat(job_completion, Ok(cancelled_before_start()));
+        return;
+    }
+    {
+        let mut status = shared.status.lock();
+        status.state = AgentState::Processing;
+        status.current = Some(cancel.clone());
+    }
+
+    let config = &shared.config;
+    let settings = TurnSettings {
+        max_tool_iterations: config.max_tool_iterations,
+        max_tool_retries: config.max_tool_retries,
+        tool_choice: options.tool_choice.take().unwrap_or_else(|| config.tool_choice.clone()),
+        max_tokens: options.max_tokens.or(config.max_tokens),
+        stop: config.stop.clone(),
+    };
+    let input = TurnInput {
+        message,
+        rag_context: options.rag_context.take(),
+    };
+    let undo_to = history.len();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let callbacks = Callbacks {
+            on_token: options.on_token.as_deref_mut().map(|f| f as _),
+            on_event: options.on_event.as_deref_mut().map(|f| f as _),
+        };
+        run_turn(backend, history, &shared.tools, &settings, input, callbacks, &cancel)
+    }))
+    .unwrap_or_else(|payload| {
+        // A panicking callback must not leave half a turn behind.
+        history.truncate(undo_to);
+        Err(Error::from_panic(payload.as_ref()))
+    });
+
+    publish(shared, history);
+    {
+        let mut status = shared.status.lock();
+        status.current = None;
+        if status.state != AgentState::Terminated {
+            status.state = AgentState::Idle;
+        }
+    }
+    finish_chat(job_completion, result);
+}
+
+/// Resolves the handle, then runs `on_complete`: waiters get their result
+/// first, and the callback may even free the agent.
+fn finish_chat(job: ChatJob, result: Result<Response>) {
+    let ChatJob {
+        mut options,
+        completion,
+        ..
+    } = job;
+    completion.complete(result.clone());
+    if let Some(on_complete) = options.on_complete.take() {
+        let _ = catch_unwind(AssertUnwindSafe(|| on_complete(&result)));
+    }
+}
+
+fn cancelled_before_start() -> Response {
+    Response {
+        text: String::new(),
+        stop_reason: StopReason::Cancelled,
+        tool_calls: Vec::new(),
+        tool_errors: Vec::new(),
+        usage: Usage::default(),
+        metrics: Metrics::default(),
+    }
+}
+
+fn set_system_prompt(
+    backend: &mut dyn Backend,
+    history: &mut History,
+    prompt: Option<String>,
+) -> Result<()> {
+    let entry = match prompt {
+        Some(text) => {
+            let tokens = backend.count_tokens(&Message::system(text.clone()))?;
+            Some((text, tokens))
+        }
+        None => None,
+    };
+    history.set_system_prompt(entry);
+    Ok(())
+}
+
+/// Replaces the whole conversation, checking role order as if each message
+/// had been added in turn; on error the old history stays.
+fn replace_history(
+    backend: &mut dyn Backend,
+    history: &mut History,
+    messages: Vec<Message>,
+) -> Result<()> {
+    let mut fresh = History::new();
+    for message in messages {
+        let tokens = backend.count_tokens(&message)?;
+        fresh.push(message, tokens)?;
+    }
+    *history = fresh;
+    Ok(())
+}
+
+fn publish(shared: &Shared, history: &History) {
+    *shared.history.lock() = history.messages();
+}

@@ -1,0 +1,188 @@
+//! Which template family a model belongs to, from its template source or,
+//! when the GGUF carries no template, from its architecture and name.
+//!
+//! The family decides the tool-call format the model is taught and, without
+//! a template, which built-in renders its prompts.
+
+use super::{ModelMetadata, TemplateFamily};
+
+/// The family whose special markers appear in a Jinja source, if any.
+///
+/// Markers are checked from the most to the least specific: Llama 2 and
+/// Mistral both use `[INST]`, only Llama 2 has `<<SYS>>`.
+pub fn detect_from_source(source: &str) -> Option<TemplateFamily> {
+    let family = if source.contains("<|start_header_id|>") {
+        TemplateFamily::Llama3
+    } else if source.contains("<|im_start|>") {
+        TemplateFamily::Chatml
+    } else if source.contains("<start_of_turn>") {
+        TemplateFamily::Gemma
+    } else if source.contains("<|user|>") && source.contains("<|end|>") {
+        TemplateFamily::Phi3
+    } else if source.contains("[INST]") && source.contains("<<SYS>>") {
+        TemplateFamily::Llama2
+    } else if source.contains("[INST]") {
+        TemplateFamily::Mistral
+    } else {
+        return None;
+    };
+    Some(family)
+}
+
+/// The family suggested by GGUF metadata (`general.architecture`,
+/// `general.name`); ChatML when nothing is recognised, since it is the most
+/// widely trained format among small instruct models.
+pub fn detect_from_metadata(metadata: &ModelMetadata) -> TemplateFamily {
+    let architecture = metadata
+        .architecture
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let name = metadata.name.as_deref().unwrap_or("").to_ascii_lowercase();
+
+    if matches!(architecture.as_str(), "gemma" | "gemma2" | "gemma3") {
+        TemplateFamily::Gemma
+    } else if architecture == "phi3" {
+        TemplateFamily::Phi3
+    } else if llama_generation(&name) == Some(3) {
+        TemplateFamily::Llama3
+    } else if architecture == "llama" && llama_generation(&name) == Some(2) {
+        TemplateFamily::Llama2
+    } else if name.contains("mistral") || name.contains("mixtral") {
+        TemplateFamily::Mistral
+    } else {
+        TemplateFamily::Chatml
+    }
+}
+
+/// The major version in a model name such as "Meta-Llama-3.1-8B",
+/// "llama 3" or "Llama2-7b-chat": the digit right after "llama" (optionally
+/// after one `-`, `_` or space). "LLaMA-30B" is a size, not a version, so a
+/// digit followed by another digit does not count.
+fn llama_generation(lowercase_name: &str) -> Option<u32> {
+    lowercase_name.match_indices("llama").find_map(|(at, _)| {
+        let rest = &lowercase_name[at + "llama".len()..];
+        let rest = rest
+            .strip_prefix(|c: char| matches!(c, '-' | '_' | ' '))
+            .unwrap_or(rest);
+        let mut chars = rest.chars();
+        let version = chars.next()?.to_digit(10)?;
+        match chars.next() {
+            Some(next) if next.is_ascii_digit() => None,
+            _ => Some(version),
+        }
+    })
+}
+
+/// Whether a template takes a `tools` variable, i.e. formats tool
+/// definitions and calls itself. Only code inside `{{ }}` and `{% %}` counts,
+/// with string literals removed, so prose such as "You have tools" in a
+/// literal does not make a template look tool-aware; `builtin_tools` and
+/// similar identifiers are different names and do not count either.
+pub(crate) fn references_tools(source: &str) -> bool {
+    let code = template_code(source);
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|word| word == "tools")
+}
+
+/// The code of every tag and expression of a template, literals blanked out.
+fn template_code(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut code = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        if rest.starts_with(b"{#") {
+            i += find(rest, b"#}").map_or(rest.len(), |end| end + 2);
+        } else if rest.starts_with(b"{{") || rest.starts_with(b"{%") {
+            let close: &[u8] = if rest[1] == b'{' { b"}}" } else { b"%}" };
+            i += 2;
+            while i < bytes.len() {
+                match bytes[i] {
+                    quote @ (b'\'' | b'"') => {
+                        i += 1;
+                        while i < bytes.len() && bytes[i] != quote {
+                            i += if bytes[i] == b'\\' { 2 } else { 1 };
+                        }
+                        i += 1;
+                        code.push(b' ');
+                    }
+                    _ if bytes[i..].starts_with(close) => {
+                        i += 2;
+                        break;
+                    }
+                    b => {
+                        code.push(b);
+                        i += 1;
+                    }
+                }
+            }
+            code.push(b' ');
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&code).into_owned()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(architecture: &str, name: &str) -> ModelMetadata {
+        ModelMetadata {
+            architecture: Some(architecture.into()),
+            name: Some(name.into()),
+            ..ModelMetadata::default()
+        }
+    }
+
+    #[test]
+    fn families_from_source_markers() {
+        let cases = [
+            ("{{ '<|start_header_id|>' }}", Some(TemplateFamily::Llama3)),
+            ("{{ '<|im_start|>' }}", Some(TemplateFamily::Chatml)),
+            ("{{ '<start_of_turn>' }}", Some(TemplateFamily::Gemma)),
+            ("{{ '<|user|>' }}{{ '<|end|>' }}", Some(TemplateFamily::Phi3)),
+            ("[INST] <<SYS>>", Some(TemplateFamily::Llama2)),
+            ("{{ '[INST] ' }}", Some(TemplateFamily::Mistral)),
+            ("{{ messages }}", None),
+        ];
+        for (source, family) in cases {
+            assert_eq!(detect_from_source(source), family, "{source}");
+        }
+    }
+
+    #[test]
+    fn families_from_metadata() {
+        let cases = [
+            (meta("gemma3", "Gemma 3 1b It"), TemplateFamily::Gemma),
+            (meta("gemma2", ""), TemplateFamily::Gemma),
+            (meta("phi3", "Phi 3 Mini 4k Instruct"), TemplateFamily::Phi3),
+            (meta("llama", "Meta Llama 3.1 8B Instruct"), TemplateFamily::Llama3),
+            (meta("llama", "Llama-3.2-1B-Instruct"), TemplateFamily::Llama3),
+            (meta("llama", "llama3-8b"), TemplateFamily::Llama3),
+            (meta("llama", "Llama-2-7b-chat"), TemplateFamily::Llama2),
+            (meta("llama", "LLaMA-30B"), TemplateFamily::Chatml),
+            (meta("llama", "Mistral 7B Instruct v0.3"), TemplateFamily::Mistral),
+            (meta("qwen2", "Qwen2.5 0.5B Instruct"), TemplateFamily::Chatml),
+            (ModelMetadata::default(), TemplateFamily::Chatml),
+        ];
+        for (metadata, family) in cases {
+            assert_eq!(detect_from_metadata(&metadata), family, "{metadata:?}");
+        }
+    }
+
+    #[test]
+    fn tool_references_ignore_literals_and_other_names() {
+        assert!(references_tools("{%- if tools %}x{% endif %}"));
+        assert!(references_tools("{{- tools | length }}"));
+        assert!(!references_tools("You have tools. {{ 'use tools' }} {# tools #}"));
+        assert!(!references_tools("{% for t in builtin_tools %}{% endfor %}"));
+        assert!(!references_tools(r#"{{ "a \" tools }}" }}"#));
+    }
+}

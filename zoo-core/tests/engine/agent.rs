@@ -1,0 +1,199 @@
+//! AG-001 … AG-008 and the stress test: the agent as a whole.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use zoo_core::{
+    Agent, AgentState, ChatOptions, Config, ErrorCode, MockBackend, MockReply, StopReason, Tool,
+};
+
+use super::{agent_on, weather_tool};
+
+#[test]
+fn ag_001_engine_overhead_under_10ms_p99() {
+    // Zero-latency mock: everything measured is the engine's own work for a
+    // chat with one tool call and a final reply. `cargo bench` has the
+    // precise figure; this guards the TRD's bound.
+    let mock = MockBackend::new();
+    let agent = agent_on(&mock);
+    agent.register_tool(weather_tool());
+    let mut times = Vec::new();
+    for i in 0..300 {
+        mock.push_replies([
+            MockReply::tool_call("get_weather", json!({"city": "Paris"})),
+            MockReply::text("It is 21 degrees in Paris."),
+        ]);
+        let started = Instant::now();
+        let r = agent.chat(format!("weather {i}"), ChatOptions::new()).wait().unwrap();
+        times.push(started.elapsed());
+        assert_eq!(r.tool_calls.len(), 1);
+    }
+    times.sort();
+    let p99 = times[times.len() * 99 / 100];
+    assert!(p99 < Duration::from_millis(10), "p99 {p99:?}");
+}
+
+#[test]
+fn ag_002_backend_runs_only_on_the_inference_thread() {
+    let mock = MockBackend::with_script([
+        MockReply::tool_call("get_weather", json!({"city": "Paris"})),
+        MockReply::text("done"),
+    ]);
+    let agent = agent_on(&mock);
+    agent.register_tool(weather_tool());
+    agent.chat("q", ChatOptions::new()).wait().unwrap();
+    agent.set_system_prompt(Some("be brief".into())).unwrap();
+    agent.chat("again", ChatOptions::new()).wait().unwrap();
+    let threads = mock.threads();
+    assert!(threads.len() > 4);
+    assert!(threads.iter().all(|t| *t == threads[0]), "one thread for every backend call");
+    assert_ne!(threads[0], std::thread::current().id());
+}
+
+#[test]
+fn ag_003_multi_turn_signals_kv_cache_reuse() {
+    let mock = MockBackend::new();
+    let agent = agent_on(&mock);
+    agent.set_system_prompt(Some("system".into())).unwrap();
+    agent.chat("one", ChatOptions::new()).wait().unwrap();
+    let second = agent.chat("two", ChatOptions::new()).wait().unwrap();
+    let calls = mock.calls();
+    assert_eq!(calls[0].cache_hint.stable_prefix, 0);
+    // Turn two starts with system, user, assistant of turn one: all three
+    // are exactly as the backend saw them (the reply it generated itself).
+    assert_eq!(calls[1].cache_hint.stable_prefix, 2, "system + first user were sent before");
+    assert!(second.usage.cached_tokens > 0);
+    let third = agent.chat("three", ChatOptions::new()).wait().unwrap();
+    assert_eq!(mock.calls()[2].cache_hint.stable_prefix, 4);
+    assert!(third.usage.cached_tokens > second.usage.cached_tokens);
+}
+
+#[test]
+fn ag_004_editing_history_signals_cache_invalidation() {
+    let mock = MockBackend::new();
+    let agent = agent_on(&mock);
+    agent.chat("one", ChatOptions::new()).wait().unwrap();
+    agent.chat("two", ChatOptions::new()).wait().unwrap();
+    assert!(mock.calls()[1].cache_hint.stable_prefix > 0);
+    agent.set_system_prompt(Some("new rules".into())).unwrap();
+    agent.chat("three", ChatOptions::new()).wait().unwrap();
+    assert_eq!(mock.calls()[2].cache_hint.stable_prefix, 0, "new system prompt invalidates");
+    agent.clear_history().unwrap();
+    agent.chat("four", ChatOptions::new()).wait().unwrap();
+    assert_eq!(mock.calls()[3].cache_hint.stable_prefix, 1, "only the system prompt survives a clear");
+    assert_eq!(agent.history().len(), 3);
+}
+
+#[test]
+fn ag_005_invalid_config_is_an_error_not_a_crash() {
+    let e = Agent::with_backend(MockBackend::new(), Config::default().temperature(-1.0)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidConfig);
+    assert!(e.to_string().contains("temperature"));
+    let e = Agent::with_backend(MockBackend::new(), Config::default().max_tool_iterations(0)).unwrap_err();
+    assert!(e.to_string().contains("max_tool_iterations"));
+}
+
+#[test]
+fn ag_006_valid_config_gives_an_idle_agent() {
+    let agent = Agent::with_backend(MockBackend::new(), Config::default().system_prompt("hi")).unwrap();
+    assert_eq!(agent.state(), AgentState::Idle);
+    assert_eq!(agent.queue_depth(), 0);
+    assert_eq!(agent.history()[0].content, "hi");
+}
+
+#[test]
+fn ag_007_dropping_mid_request_shuts_down_cleanly() {
+    let mock = MockBackend::with_script([MockReply::text(vec!["word"; 1000].join(" "))]);
+    mock.set_piece_delay(Duration::from_millis(10));
+    let handler_data = Arc::new(());
+    let held = handler_data.clone();
+    let agent = agent_on(&mock);
+    agent.register_tool(Tool::new("t", "", json!({"type": "object"}), move |_| Ok(json!(Arc::strong_count(&held)))).unwrap());
+    let running = agent.chat("long", ChatOptions::new());
+    let queued = agent.chat("queued", ChatOptions::new());
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(agent.state(), AgentState::Processing);
+    assert_eq!(agent.queue_depth(), 1);
+    let started = Instant::now();
+    drop(agent);
+    assert!(started.elapsed() < Duration::from_millis(200), "drop took {:?}", started.elapsed());
+    assert_eq!(running.wait().unwrap().stop_reason, StopReason::Cancelled);
+    assert_eq!(queued.wait().unwrap_err().code(), ErrorCode::AgentNotRunning);
+    // Nothing leaked: the backend and the tool's captured data are released.
+    assert_eq!(mock.share_count(), 1);
+    assert_eq!(Arc::strong_count(&handler_data), 1);
+}
+
+#[test]
+fn ag_008_tool_registered_after_the_first_chat_is_available() {
+    let mock = MockBackend::with_script([
+        MockReply::text("no tools yet"),
+        MockReply::tool_call("get_weather", json!({"city": "Rome"})),
+        MockReply::text("Rome: 21"),
+    ]);
+    let agent = agent_on(&mock);
+    agent.chat("first", ChatOptions::new()).wait().unwrap();
+    assert!(mock.calls()[0].tools.is_empty());
+    agent.register_tool(weather_tool());
+    let r = agent.chat("second", ChatOptions::new()).wait().unwrap();
+    assert_eq!(mock.calls()[1].tools[0].name, "get_weather");
+    assert_eq!(r.tool_calls[0].result, Some(json!({"city": "Rome", "temperature": 21})));
+}
+
+#[test]
+fn registering_during_a_chat_is_seen_by_its_next_iteration() {
+    let mock = MockBackend::with_script([
+        MockReply::tool_call("add_tool", json!({})),
+        MockReply::tool_call("late", json!({})),
+        MockReply::text("done"),
+    ]);
+    let agent = Arc::new(agent_on(&mock));
+    let weak = Arc::downgrade(&agent);
+    agent.register_tool(
+        Tool::new("add_tool", "", json!({"type": "object"}), move |_| {
+            let agent = weak.upgrade().unwrap();
+            agent.register_fn("late", "added mid-chat", &[], || "late result").unwrap();
+            Ok(json!("registered"))
+        })
+        .unwrap(),
+    );
+    let r = agent.chat("go", ChatOptions::new()).wait().unwrap();
+    assert_eq!(r.tool_calls[1].result, Some(json!("late result")));
+}
+
+#[test]
+fn stress_8_threads_250_chats_each_every_response_once() {
+    let mock = MockBackend::new();
+    let agent = Arc::new(agent_on(&mock));
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..8)
+        .map(|t| {
+            let agent = agent.clone();
+            let delivered = delivered.clone();
+            std::thread::spawn(move || {
+                let handles: Vec<_> = (0..250)
+                    .map(|i| {
+                        let d = delivered.clone();
+                        let options = ChatOptions::new().on_complete(move |_| {
+                            d.fetch_add(1, Ordering::SeqCst);
+                        });
+                        (i, agent.chat(format!("t{t}-m{i}"), options))
+                    })
+                    .collect();
+                for (i, handle) in handles {
+                    let r = handle
+                        .wait_timeout(Duration::from_secs(60))
+                        .expect("no deadlock")
+                        .unwrap();
+                    assert_eq!(r.text, format!("echo: t{t}-m{i}"));
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+    assert_eq!(delivered.load(Ordering::SeqCst), 2000, "each response delivered exactly once");
+    assert_eq!(mock.calls().len(), 2000);
+    assert_eq!(agent.queue_depth(), 0);
+}

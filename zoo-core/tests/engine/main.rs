@@ -1,0 +1,36 @@
+//! The seed TRD's traceability matrix (section 8.2), one test per row, named
+//! with its ID, on the mock backend. Template rows (TE) live with the
+//! template module; real-model tests live in `tests/llama.rs`.
+
+mod agent;
+mod agentic_loop;
+mod error_recovery;
+mod history;
+mod request_queue;
+mod tool_registry;
+
+use serde_json::json;
+use zoo_core::{Agent, Config, MockBackend, Tool};
+
+/// An agent on `mock` with the default config.
+pub fn agent_on(mock: &MockBackend) -> Agent {
+    Agent::with_backend(mock.clone(), Config::default()).expect("agent starts")
+}
+
+/// `get_weather(city: string, unit?: "celsius"|"fahrenheit")`.
+pub fn weather_tool() -> Tool {
+    Tool::new(
+        "get_weather",
+        "Current weather for a city",
+        json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+            },
+            "required": ["city"]
+        }),
+        |args| Ok(json!({"city": args["city"], "temperature": 21})),
+    )
+    .unwrap()
+}
