@@ -147,7 +147,10 @@ mod tests {
             ("{{ '<|start_header_id|>' }}", Some(TemplateFamily::Llama3)),
             ("{{ '<|im_start|>' }}", Some(TemplateFamily::Chatml)),
             ("{{ '<start_of_turn>' }}", Some(TemplateFamily::Gemma)),
-            ("{{ '<|user|>' }}{{ '<|end|>' }}", Some(TemplateFamily::Phi3)),
+            (
+                "{{ '<|user|>' }}{{ '<|end|>' }}",
+                Some(TemplateFamily::Phi3),
+            ),
             ("[INST] <<SYS>>", Some(TemplateFamily::Llama2)),
             ("{{ '[INST] ' }}", Some(TemplateFamily::Mistral)),
             ("{{ messages }}", None),
@@ -163,13 +166,25 @@ mod tests {
             (meta("gemma3", "Gemma 3 1b It"), TemplateFamily::Gemma),
             (meta("gemma2", ""), TemplateFamily::Gemma),
             (meta("phi3", "Phi 3 Mini 4k Instruct"), TemplateFamily::Phi3),
-            (meta("llama", "Meta Llama 3.1 8B Instruct"), TemplateFamily::Llama3),
-            (meta("llama", "Llama-3.2-1B-Instruct"), TemplateFamily::Llama3),
+            (
+                meta("llama", "Meta Llama 3.1 8B Instruct"),
+                TemplateFamily::Llama3,
+            ),
+            (
+                meta("llama", "Llama-3.2-1B-Instruct"),
+                TemplateFamily::Llama3,
+            ),
             (meta("llama", "llama3-8b"), TemplateFamily::Llama3),
             (meta("llama", "Llama-2-7b-chat"), TemplateFamily::Llama2),
             (meta("llama", "LLaMA-30B"), TemplateFamily::Chatml),
-            (meta("llama", "Mistral 7B Instruct v0.3"), TemplateFamily::Mistral),
-            (meta("qwen2", "Qwen2.5 0.5B Instruct"), TemplateFamily::Chatml),
+            (
+                meta("llama", "Mistral 7B Instruct v0.3"),
+                TemplateFamily::Mistral,
+            ),
+            (
+                meta("qwen2", "Qwen2.5 0.5B Instruct"),
+                TemplateFamily::Chatml,
+            ),
             (ModelMetadata::default(), TemplateFamily::Chatml),
         ];
         for (metadata, family) in cases {
@@ -181,8 +196,12 @@ mod tests {
     fn tool_references_ignore_literals_and_other_names() {
         assert!(references_tools("{%- if tools %}x{% endif %}"));
         assert!(references_tools("{{- tools | length }}"));
-        assert!(!references_tools("You have tools. {{ 'use tools' }} {# tools #}"));
-        assert!(!references_tools("{% for t in builtin_tools %}{% endfor %}"));
+        assert!(!references_tools(
+            "You have tools. {{ 'use tools' }} {# tools #}"
+        ));
+        assert!(!references_tools(
+            "{% for t in builtin_tools %}{% endfor %}"
+        ));
         assert!(!references_tools(r#"{{ "a \" tools }}" }}"#));
     }
 }

@@ -69,8 +69,10 @@ pub(crate) fn raised_message(err: &JinjaError) -> Option<&str> {
 /// (typically a broken user/assistant alternation).
 fn raise_exception(message: Value) -> Result<Value, JinjaError> {
     let message = message.to_string();
-    Err(JinjaError::new(ErrorKind::InvalidOperation, message.clone())
-        .with_source(RaisedException(message)))
+    Err(
+        JinjaError::new(ErrorKind::InvalidOperation, message.clone())
+            .with_source(RaisedException(message)),
+    )
 }
 
 /// Hugging Face's `strftime_now`: templates use it to print today's date in
@@ -282,7 +284,7 @@ impl PyJson {
     fn newline(&self, out: &mut String, depth: usize) {
         if let Some(indent) = self.indent {
             out.push('\n');
-            out.extend(std::iter::repeat(' ').take(indent * depth));
+            out.push_str(&" ".repeat(indent * depth));
         }
     }
 
@@ -357,7 +359,9 @@ mod tests {
     use serde_json::json;
 
     fn render(source: &str, ctx: Value) -> Result<String, JinjaError> {
-        environment(source)?.get_template(TEMPLATE_NAME)?.render(ctx)
+        environment(source)?
+            .get_template(TEMPLATE_NAME)?
+            .render(ctx)
     }
 
     #[test]
@@ -402,7 +406,7 @@ mod tests {
     fn python_methods_and_trimming() {
         let ctx = context! { d => Value::from(Serde(json!({"k": "v", "n": 2}))) };
         let source = "{% for k, v in d.items() %}\n  {{ k }}={{ v }};\n{% endfor %}\n{{ '  x  '.strip() }}|{{ 'a,b'.split(',') | join('+') }}|{{ 'abc'.startswith('ab') }}";
-        assert_eq!(render(source, ctx).unwrap(), "  k=v;\n  n=2;\nx|a+b|true");
+        assert_eq!(render(source, ctx).unwrap(), "  k=v;\n  n=2;\nx|a+b|True");
     }
 
     #[test]

@@ -244,13 +244,13 @@ fn unreadable(text: &str, at: usize, open: &str, close: Option<&str>, error: Str
     let fragment = &text[at..end];
     let inside = &text[body..end];
     let inside = close.and_then(|c| inside.strip_suffix(c)).unwrap_or(inside);
-    let message = if inside.trim().is_empty() {
-        format!("nothing follows {open}: {EXPECTED_SHAPE}")
-    } else {
-        // Parsing only the call's own text reports the error where the call
-        // ends (e.g. "EOF while parsing an object") rather than at the tag.
-        let error = first_value(inside).err().unwrap_or(error);
-        format!("the call after {open} is not valid JSON: {error}")
+    // Parsing only the call's own text reports the error where the call ends
+    // (e.g. "EOF while parsing an object") rather than at the closing tag.
+    let message = match first_value(inside) {
+        _ if inside.trim().is_empty() => format!("nothing follows {open}: {EXPECTED_SHAPE}"),
+        Err(error) => format!("the call after {open} is not valid JSON: {error}"),
+        // Only a number glued to the tag parses alone but not before the tag.
+        Ok(_) => format!("the call after {open} is not a JSON object ({error}); {EXPECTED_SHAPE}"),
     };
     let mut block = Block::new(end);
     block.fail(recover_name(fragment), message, fragment);
@@ -354,6 +354,8 @@ fn read_fence(text: &str, at: usize) -> Found {
 }
 
 /// A `{` or `[` in the text: a call if it starts call-shaped JSON, else prose.
+/// A failed attempt moves on by one byte, so text inside it is tried again;
+/// serde_json's recursion limit (128) bounds how often a byte is reread.
 fn read_bare(text: &str, at: usize) -> Found {
     match first_value(&text[at..]) {
         Ok((value, len)) => match bare_readings(&value) {
@@ -853,6 +855,35 @@ mod tests {
     }
 
     #[test]
+    fn number_after_marker_is_failure() {
+        let reply = parse("<tool_call>123</tool_call>");
+        assert_eq!(reply.failures.len(), 1);
+        assert!(reply.failures[0]
+            .message
+            .starts_with("the call after <tool_call> is not a JSON object"));
+        assert_eq!(reply.failures[0].fragment, "<tool_call>123</tool_call>");
+    }
+
+    #[test]
+    fn python_tag_with_code_is_failure() {
+        let reply = parse("<|python_tag|>brave_search.call(query=\"x\")");
+        assert_eq!(reply.failures.len(), 1);
+        assert_eq!(
+            reply.failures[0].message,
+            "the call after <|python_tag|> is not valid JSON: expected value at line 1 column 1"
+        );
+        assert_eq!(reply.content, "");
+    }
+
+    #[test]
+    fn prose_after_unclosed_call_is_not_a_call() {
+        let reply = parse("<tool_call>{\"name\": \"a\", \"arguments\": {}}\n[1] see note");
+        assert_eq!(reply.calls, vec![call("a", json!({}))]);
+        assert!(reply.failures.is_empty());
+        assert_eq!(reply.content, "[1] see note");
+    }
+
+    #[test]
     fn empty_marker_is_failure() {
         let reply = parse("<tool_call></tool_call>");
         assert_eq!(reply.failures.len(), 1);
@@ -961,9 +992,9 @@ mod tests {
 
     #[test]
     fn huge_nesting_does_not_panic() {
-        let deep_arrays = "[".repeat(100_000);
+        let deep_arrays = "[".repeat(20_000);
         assert_eq!(parse(&deep_arrays).content, deep_arrays);
-        let deep_objects = "{\"a\":".repeat(20_000) + "1" + &"}".repeat(20_000);
+        let deep_objects = "{\"a\":".repeat(5_000) + "1" + &"}".repeat(5_000);
         assert!(!parse(&deep_objects).has_calls());
         let marked = format!("<tool_call>{}", "[".repeat(10_000));
         let reply = parse(&marked);

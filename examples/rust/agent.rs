@@ -1,0 +1,90 @@
+//! The main job, end to end: load the default model with a progress bar,
+//! give an agent a calculator and a clock, ask a question that needs a tool,
+//! and stream the answer.
+//!
+//! ```sh
+//! scripts/fetch-models
+//! cargo run --example agent -- "What is 17 times 23?"
+//! ```
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+use zoo_core::{Agent, AgentEvent, ChatOptions, Config, Model, ModelParams, Tool};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let question = args.next().unwrap_or_else(|| "What is 17 times 23?".to_string());
+    let model_path = std::env::var("ZOO_MODEL").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../models/SmolLM2-135M-Instruct.Q4_1.gguf").to_string()
+    });
+
+    eprintln!("loading {model_path}");
+    let model = Model::load_with_progress(&model_path, ModelParams::default(), |progress| {
+        let filled = (progress * 30.0) as usize;
+        eprint!("\r[{}{}] {:>3.0}%", "#".repeat(filled), " ".repeat(30 - filled), progress * 100.0);
+        if progress >= 1.0 {
+            eprintln!();
+        }
+        true
+    })?;
+
+    let config = Config::default()
+        .temperature(0.0)
+        .max_tokens(256)
+        .system_prompt("You are a helpful assistant. Use the tools for arithmetic and for the time.");
+    let agent = Agent::with_model(model, config)?;
+    agent.register_tool(Tool::new(
+        "calculator",
+        "Apply an arithmetic operation to two numbers",
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "number", "description": "first operand"},
+                "b": {"type": "number", "description": "second operand"},
+                "op": {"type": "string", "enum": ["add", "subtract", "multiply", "divide"]}
+            },
+            "required": ["a", "b", "op"]
+        }),
+        |args| {
+            let (a, b) = (args["a"].as_f64().unwrap_or(0.0), args["b"].as_f64().unwrap_or(0.0));
+            match args["op"].as_str() {
+                Some("add") => Ok(json!(a + b)),
+                Some("subtract") => Ok(json!(a - b)),
+                Some("multiply") => Ok(json!(a * b)),
+                Some("divide") if b != 0.0 => Ok(json!(a / b)),
+                Some("divide") => Err("division by zero".into()),
+                other => Err(format!("unknown operation {other:?}")),
+            }
+        },
+    )?);
+    agent.register_fn("clock", "The current UTC time as HH:MM:SS", &[], || {
+        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        format!("{:02}:{:02}:{:02} UTC", secs / 3600 % 24, secs / 60 % 60, secs % 60)
+    })?;
+
+    eprintln!("you: {question}");
+    eprint!("agent: ");
+    let options = ChatOptions::new()
+        .on_token(|text| {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        })
+        .on_event(|event| match event {
+            AgentEvent::ToolCallStarted { name, arguments, .. } => eprintln!("\n  [tool] {name}({arguments})"),
+            AgentEvent::ToolCallFinished { result: Some(r), .. } => eprintln!("  [tool] -> {r}"),
+            AgentEvent::ToolCallFinished { error: Some(e), .. } => eprintln!("  [tool] failed: {e}"),
+            _ => {}
+        });
+    let response = agent.chat(question, options).wait()?;
+    println!();
+    eprintln!(
+        "[{} tool call(s), {} tokens, {:.0} ms, {:.0} tokens/s]",
+        response.tool_calls.len(),
+        response.usage.total_tokens,
+        response.metrics.total_ms,
+        response.metrics.tokens_per_second
+    );
+    Ok(())
+}
