@@ -15,6 +15,7 @@
 //! undone and the error returned; the agent stays usable).
 
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -82,7 +83,10 @@ impl Callbacks<'_> {
     }
 }
 
-/// Runs one chat turn. On `Err` the history is as it was before the turn.
+/// Runs one chat turn. On `Err` the history is as it was before the turn,
+/// including any turns pruned on the way. A panic in a callback, a tool or
+/// the backend is caught and returned as `Error::Internal`, so the inference
+/// thread survives it.
 pub fn run_turn(
     backend: &mut dyn Backend,
     history: &mut History,
@@ -92,7 +96,7 @@ pub fn run_turn(
     callbacks: Callbacks<'_>,
     cancel: &CancelToken,
 ) -> Result<Response> {
-    let undo_to = history.len();
+    let before = history.clone();
     let mut turn = Turn {
         backend,
         history,
@@ -108,9 +112,10 @@ pub fn run_turn(
         errors: Vec::new(),
         failures_by_tool: HashMap::new(),
     };
-    let result = turn.run(input);
+    let result = catch_unwind(AssertUnwindSafe(|| turn.run(input)))
+        .unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())));
     if result.is_err() {
-        history.truncate(undo_to);
+        *history = before;
     }
     result
 }

@@ -158,19 +158,11 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
         message,
         rag_context: options.rag_context.take(),
     };
-    let undo_to = history.len();
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        let callbacks = Callbacks {
-            on_token: options.on_token.as_deref_mut().map(|f| f as _),
-            on_event: options.on_event.as_deref_mut().map(|f| f as _),
-        };
-        run_turn(backend, history, &shared.tools, &settings, input, callbacks, &cancel)
-    }))
-    .unwrap_or_else(|payload| {
-        // A panicking callback must not leave half a turn behind.
-        history.truncate(undo_to);
-        Err(Error::from_panic(payload.as_ref()))
-    });
+    let callbacks = Callbacks {
+        on_token: options.on_token.as_deref_mut().map(|f| f as _),
+        on_event: options.on_event.as_deref_mut().map(|f| f as _),
+    };
+    let result = run_turn(backend, history, &shared.tools, &settings, input, callbacks, &cancel);
 
     publish(shared, history);
     {

@@ -57,16 +57,14 @@ impl ToolCallFormat {
     }
 
     /// The JSON schema of one call to any of `tools`: the name is a constant
-    /// per tool and the arguments follow that tool's schema. Objects that do
-    /// not say otherwise get `additionalProperties: false`, so the grammar
-    /// admits only the declared parameters (stricter than validation, never
-    /// looser).
+    /// per tool and the arguments follow that tool's schema, bounded by
+    /// [`bound_for_grammar`] so that every call the grammar admits ends.
     pub fn call_schema(self, tools: &[ToolDefinition]) -> Value {
         let variants: Vec<Value> = tools
             .iter()
             .map(|tool| {
                 let mut arguments = tool.parameters.clone();
-                close_objects(&mut arguments);
+                bound_for_grammar(&mut arguments);
                 json!({
                     "type": "object",
                     "properties": {
@@ -85,17 +83,35 @@ impl ToolCallFormat {
     }
 }
 
-/// Adds `additionalProperties: false` to every object schema that declares
-/// properties and leaves additional properties unspecified.
-fn close_objects(schema: &mut Value) {
+/// Longest string a constrained call may write where the schema sets no limit.
+pub const GRAMMAR_MAX_STRING: u64 = 512;
+/// Most array items a constrained call may write where the schema sets no limit.
+pub const GRAMMAR_MAX_ITEMS: u64 = 16;
+
+/// Tightens a parameters schema for the grammar (never for validation, so
+/// everything the grammar admits still validates): objects that leave
+/// additional properties open admit only the declared ones, and strings and
+/// arrays without a bound get one. Small models under greedy decoding can
+/// otherwise repeat an array item or a word until the token limit.
+pub fn bound_for_grammar(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
             if map.contains_key("properties") && !map.contains_key("additionalProperties") {
                 map.insert("additionalProperties".into(), Value::Bool(false));
             }
-            map.values_mut().for_each(close_objects);
+            let free = !["enum", "const", "pattern", "format"].iter().any(|k| map.contains_key(*k));
+            match map.get("type").and_then(Value::as_str) {
+                Some("string") if free && !map.contains_key("maxLength") => {
+                    map.insert("maxLength".into(), json!(GRAMMAR_MAX_STRING));
+                }
+                Some("array") if !map.contains_key("maxItems") => {
+                    map.insert("maxItems".into(), json!(GRAMMAR_MAX_ITEMS));
+                }
+                _ => {}
+            }
+            map.values_mut().for_each(bound_for_grammar);
         }
-        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        Value::Array(items) => items.iter_mut().for_each(bound_for_grammar),
         _ => {}
     }
 }
@@ -129,6 +145,14 @@ mod tests {
             true
         );
         let one = ToolCallFormat::Llama3.call_schema(&tools[..1]);
+        let mut bounded = json!({"type": "object", "properties": {
+            "s": {"type": "string"}, "e": {"type": "string", "enum": ["a"]},
+            "l": {"type": "array", "items": {"type": "string", "maxLength": 3}}}});
+        bound_for_grammar(&mut bounded);
+        assert_eq!(bounded["properties"]["s"]["maxLength"], GRAMMAR_MAX_STRING);
+        assert!(bounded["properties"]["e"].get("maxLength").is_none());
+        assert_eq!(bounded["properties"]["l"]["maxItems"], GRAMMAR_MAX_ITEMS);
+        assert_eq!(bounded["properties"]["l"]["items"]["maxLength"], 3);
         assert_eq!(one["required"], json!(["name", "parameters"]));
     }
 }
