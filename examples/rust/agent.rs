@@ -14,18 +14,35 @@ use serde_json::json;
 use zoo_core::{Agent, AgentEvent, ChatOptions, Config, Model, ModelParams, Tool};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `RUST_LOG=zoo_core=debug` shows what the engine decides.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let mut args = std::env::args().skip(1);
-    let question = args.next().unwrap_or_else(|| "What is 17 times 23?".to_string());
+    let question = args
+        .next()
+        .unwrap_or_else(|| "What is 17 times 23?".to_string());
     let model_path = std::env::var("ZOO_MODEL").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../models/SmolLM2-135M-Instruct.Q4_1.gguf").to_string()
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../models/SmolLM2-135M-Instruct.Q4_1.gguf"
+        )
+        .to_string()
     });
 
     eprintln!("loading {model_path}");
-    let model = Model::load_with_progress(&model_path, ModelParams::default(), |progress| {
+    let mut shown = None;
+    let model = Model::load_with_progress(&model_path, ModelParams::default(), move |progress| {
+        // llama.cpp reports hundreds of times; redraw only when the bar moves.
         let filled = (progress * 30.0) as usize;
-        eprint!("\r[{}{}] {:>3.0}%", "#".repeat(filled), " ".repeat(30 - filled), progress * 100.0);
-        if progress >= 1.0 {
-            eprintln!();
+        if shown != Some(filled) {
+            shown = Some(filled);
+            let bar = format!("{}{}", "#".repeat(filled), " ".repeat(30 - filled));
+            eprint!("\r[{bar}] {:>3.0}%", progress * 100.0);
+            if filled == 30 {
+                eprintln!();
+            }
         }
         true
     })?;
@@ -33,7 +50,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::default()
         .temperature(0.0)
         .max_tokens(256)
-        .system_prompt("You are a helpful assistant. Use the tools for arithmetic and for the time.");
+        .system_prompt(
+            "You are a helpful assistant. Use the tools for arithmetic and for the time.",
+        );
     let agent = Agent::with_model(model, config)?;
     agent.register_tool(Tool::new(
         "calculator",
@@ -48,7 +67,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "required": ["a", "b", "op"]
         }),
         |args| {
-            let (a, b) = (args["a"].as_f64().unwrap_or(0.0), args["b"].as_f64().unwrap_or(0.0));
+            let (a, b) = (
+                args["a"].as_f64().unwrap_or(0.0),
+                args["b"].as_f64().unwrap_or(0.0),
+            );
             match args["op"].as_str() {
                 Some("add") => Ok(json!(a + b)),
                 Some("subtract") => Ok(json!(a - b)),
@@ -60,8 +82,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )?);
     agent.register_fn("clock", "The current UTC time as HH:MM:SS", &[], || {
-        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        format!("{:02}:{:02}:{:02} UTC", secs / 3600 % 24, secs / 60 % 60, secs % 60)
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!(
+            "{:02}:{:02}:{:02} UTC",
+            secs / 3600 % 24,
+            secs / 60 % 60,
+            secs % 60
+        )
     })?;
 
     eprintln!("you: {question}");
@@ -72,9 +101,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let _ = std::io::stdout().flush();
         })
         .on_event(|event| match event {
-            AgentEvent::ToolCallStarted { name, arguments, .. } => eprintln!("\n  [tool] {name}({arguments})"),
-            AgentEvent::ToolCallFinished { result: Some(r), .. } => eprintln!("  [tool] -> {r}"),
-            AgentEvent::ToolCallFinished { error: Some(e), .. } => eprintln!("  [tool] failed: {e}"),
+            AgentEvent::ToolCallStarted {
+                name, arguments, ..
+            } => eprintln!("\n  [tool] {name}({arguments})"),
+            AgentEvent::ToolCallFinished {
+                result: Some(r), ..
+            } => eprintln!("  [tool] -> {r}"),
+            AgentEvent::ToolCallFinished { error: Some(e), .. } => {
+                eprintln!("  [tool] failed: {e}")
+            }
             _ => {}
         });
     let response = agent.chat(question, options).wait()?;

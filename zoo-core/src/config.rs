@@ -41,7 +41,9 @@ impl TemplateChoice {
             "phi3" => Self::Phi3,
             "gemma" => Self::Gemma,
             "raw" => Self::Raw,
-            other if other.contains("{{") || other.contains("{%") => Self::Custom(other.to_string()),
+            other if other.contains("{{") || other.contains("{%") => {
+                Self::Custom(other.to_string())
+            }
             other => {
                 return Err(Error::config(
                     "template",
@@ -288,14 +290,23 @@ impl Config {
             }
         }
         if let Some(path) = &self.model_path {
-            check(!path.is_empty(), "model_path", || "must not be empty".into())?;
+            check(!path.is_empty(), "model_path", || {
+                "must not be empty".into()
+            })?;
         }
         check(
             self.context_size == 0 || self.context_size >= 64,
             "context_size",
-            || format!("must be 0 (the model's own) or at least 64, got {}", self.context_size),
+            || {
+                format!(
+                    "must be 0 (the model's own) or at least 64, got {}",
+                    self.context_size
+                )
+            },
         )?;
-        check(self.batch_size >= 1, "batch_size", || "must be at least 1".into())?;
+        check(self.batch_size >= 1, "batch_size", || {
+            "must be at least 1".into()
+        })?;
         check(self.threads <= 1024, "threads", || {
             format!("must be at most 1024, got {}", self.threads)
         })?;
@@ -307,29 +318,25 @@ impl Config {
             "temperature",
             || format!("must be a finite number >= 0, got {}", self.temperature),
         )?;
-        check(
-            self.top_p > 0.0 && self.top_p <= 1.0,
-            "top_p",
-            || format!("must be in (0, 1], got {}", self.top_p),
-        )?;
-        check(
-            (0.0..=1.0).contains(&self.min_p),
-            "min_p",
-            || format!("must be in [0, 1], got {}", self.min_p),
-        )?;
+        check(self.top_p > 0.0 && self.top_p <= 1.0, "top_p", || {
+            format!("must be in (0, 1], got {}", self.top_p)
+        })?;
+        check((0.0..=1.0).contains(&self.min_p), "min_p", || {
+            format!("must be in [0, 1], got {}", self.min_p)
+        })?;
         check(
             self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0,
             "repeat_penalty",
             || format!("must be a finite number > 0, got {}", self.repeat_penalty),
         )?;
         if let Some(max) = self.max_tokens {
-            check(max >= 1, "max_tokens", || "must be at least 1 (or null for no limit)".into())?;
+            check(max >= 1, "max_tokens", || {
+                "must be at least 1 (or null for no limit)".into()
+            })?;
         }
-        check(
-            self.stop.iter().all(|s| !s.is_empty()),
-            "stop",
-            || "stop strings must not be empty".into(),
-        )?;
+        check(self.stop.iter().all(|s| !s.is_empty()), "stop", || {
+            "stop strings must not be empty".into()
+        })?;
         check(self.max_tool_iterations >= 1, "max_tool_iterations", || {
             "must be at least 1".into()
         })?;
@@ -375,9 +382,15 @@ mod tests {
         assert_eq!(c.template, TemplateChoice::Chatml);
 
         let e = Config::from_json(r#"{"temprature":0.1}"#).unwrap_err();
-        assert!(matches!(&e, Error::InvalidConfig { key, .. } if key == "temprature"), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidConfig { key, .. } if key == "temprature"),
+            "{e}"
+        );
         let e = Config::from_json(r#"{"top_p":2}"#).unwrap_err();
-        assert!(matches!(&e, Error::InvalidConfig { key, .. } if key == "top_p"), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidConfig { key, .. } if key == "top_p"),
+            "{e}"
+        );
         let e = Config::from_json(r#"{"template":"chatm"}"#).unwrap_err();
         assert!(e.to_string().contains("unknown template `chatm`"), "{e}");
         let e = Config::from_json("[1]").unwrap_err();
@@ -392,7 +405,10 @@ mod tests {
             TemplateChoice::parse("{{ messages }}").unwrap(),
             TemplateChoice::Custom("{{ messages }}".into())
         );
-        assert_eq!(ToolChoice::parse("get_weather").unwrap(), ToolChoice::Tool("get_weather".into()));
+        assert_eq!(
+            ToolChoice::parse("get_weather").unwrap(),
+            ToolChoice::Tool("get_weather".into())
+        );
         assert!(ToolChoice::parse("bad name!").is_err());
     }
 }

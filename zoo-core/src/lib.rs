@@ -22,10 +22,10 @@ pub mod template;
 pub mod tools;
 
 pub use agent::{Agent, AgentState, ChatHandle, ChatOptions};
-pub use backend::mock::{MockBackend, MockReply};
-pub use backend::Backend;
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams};
+pub use backend::mock::{MockBackend, MockReply};
+pub use backend::Backend;
 pub use cancel::CancelToken;
 pub use config::{Config, TemplateChoice, ToolChoice};
 pub use error::{Error, ErrorCode, Result};

@@ -264,10 +264,7 @@ impl Backend for MockBackend {
     }
 
     fn count_tokens(&mut self, message: &Message) -> Result<u32> {
-        self.state
-            .lock()
-            .threads
-            .push(std::thread::current().id());
+        self.state.lock().threads.push(std::thread::current().id());
         Ok(Self::tokens_of(message))
     }
 

@@ -161,7 +161,8 @@ impl Turn<'_, '_> {
             self.fit_context(&definitions, turn_start)?;
 
             // 2. Infer.
-            let generation = self.infer(&definitions, &tool_choice, turn_start, &input.rag_context)?;
+            let generation =
+                self.infer(&definitions, &tool_choice, turn_start, &input.rag_context)?;
             match generation.finish {
                 FinishReason::Cancelled => {
                     self.commit_reply(Message::assistant(generation.text.clone()))?;
@@ -444,10 +445,19 @@ impl Turn<'_, '_> {
     fn correction_hint(&self, tool: &str, error: &Error) -> String {
         match error {
             Error::ToolNotFound(name) => {
-                let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
+                let names: Vec<String> = self
+                    .tools
+                    .definitions()
+                    .into_iter()
+                    .map(|d| d.name)
+                    .collect();
                 format!(
                     "Error: there is no tool named `{name}`. Available tools: {}.",
-                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
                 )
             }
             Error::ToolValidationFailed { message, .. } => format!(
@@ -469,7 +479,11 @@ impl Turn<'_, '_> {
     /// Answers calls that will not run, keeping every call paired with a result.
     fn refuse_calls(&mut self, calls: &[ToolCall], why: &str) -> Result<()> {
         for call in calls {
-            self.inject(Message::tool_error(&call.id, &call.name, format!("Not executed: {why}.")))?;
+            self.inject(Message::tool_error(
+                &call.id,
+                &call.name,
+                format!("Not executed: {why}."),
+            ))?;
         }
         Ok(())
     }
@@ -531,4 +545,3 @@ fn join_text(a: &str, b: &str) -> String {
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
-

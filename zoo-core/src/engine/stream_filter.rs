@@ -71,7 +71,10 @@ mod tests {
     #[test]
     fn hides_calls_and_keeps_prose() {
         assert_eq!(run("<tool_call>", &["Hi", " there"]), "Hi there");
-        assert_eq!(run("<tool_call>", &["Let me", " <tool", "_call>{\"a\"", "}"]), "Let me ");
+        assert_eq!(
+            run("<tool_call>", &["Let me", " <tool", "_call>{\"a\"", "}"]),
+            "Let me "
+        );
         assert_eq!(run("<tool_call>", &["a <", "b"]), "a <b");
         assert_eq!(run("<tool_call>", &["x <tool"]), "x <tool");
         assert_eq!(run("", &["<tool_call>"]), "<tool_call>");

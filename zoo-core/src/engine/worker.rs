@@ -43,9 +43,9 @@ impl Job {
     pub(crate) fn abandon(self, error: Error) {
         match self {
             Job::Chat(job) => finish_chat(*job, Err(error)),
-            Job::SetSystemPrompt(_, done) | Job::ClearHistory(done) | Job::ReplaceHistory(_, done) => {
-                done.complete(Err(error))
-            }
+            Job::SetSystemPrompt(_, done)
+            | Job::ClearHistory(done)
+            | Job::ReplaceHistory(_, done) => done.complete(Err(error)),
         }
     }
 }
@@ -150,7 +150,10 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
     let settings = TurnSettings {
         max_tool_iterations: config.max_tool_iterations,
         max_tool_retries: config.max_tool_retries,
-        tool_choice: options.tool_choice.take().unwrap_or_else(|| config.tool_choice.clone()),
+        tool_choice: options
+            .tool_choice
+            .take()
+            .unwrap_or_else(|| config.tool_choice.clone()),
         max_tokens: options.max_tokens.or(config.max_tokens),
         stop: config.stop.clone(),
     };
@@ -162,7 +165,15 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
         on_token: options.on_token.as_deref_mut().map(|f| f as _),
         on_event: options.on_event.as_deref_mut().map(|f| f as _),
     };
-    let result = run_turn(backend, history, &shared.tools, &settings, input, callbacks, &cancel);
+    let result = run_turn(
+        backend,
+        history,
+        &shared.tools,
+        &settings,
+        input,
+        callbacks,
+        &cancel,
+    );
 
     publish(shared, history);
     {

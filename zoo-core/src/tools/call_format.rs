@@ -99,7 +99,9 @@ pub fn bound_for_grammar(schema: &mut Value) {
             if map.contains_key("properties") && !map.contains_key("additionalProperties") {
                 map.insert("additionalProperties".into(), Value::Bool(false));
             }
-            let free = !["enum", "const", "pattern", "format"].iter().any(|k| map.contains_key(*k));
+            let free = !["enum", "const", "pattern", "format"]
+                .iter()
+                .any(|k| map.contains_key(*k));
             match map.get("type").and_then(Value::as_str) {
                 Some("string") if free && !map.contains_key("maxLength") => {
                     map.insert("maxLength".into(), json!(GRAMMAR_MAX_STRING));

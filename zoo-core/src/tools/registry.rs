@@ -105,10 +105,11 @@ impl Tool {
     /// Validates, then runs the handler: the whole invocation, with typed errors.
     pub fn invoke(&self, arguments: Value) -> Result<Value> {
         self.validate(&arguments)?;
-        self.call(arguments).map_err(|message| Error::ToolHandlerFailed {
-            tool: self.definition.name.clone(),
-            message,
-        })
+        self.call(arguments)
+            .map_err(|message| Error::ToolHandlerFailed {
+                tool: self.definition.name.clone(),
+                message,
+            })
     }
 }
 

@@ -145,7 +145,20 @@ macro_rules! json_output {
         }
     )*};
 }
-json_output!(i64, i32, u32, u64, usize, f64, f32, bool, String, &str, Value, ());
+json_output!(
+    i64,
+    i32,
+    u32,
+    u64,
+    usize,
+    f64,
+    f32,
+    bool,
+    String,
+    &str,
+    Value,
+    ()
+);
 
 impl<T: serde::Serialize> ToolOutput for Vec<T> {
     fn into_result(self) -> std::result::Result<Value, String> {
@@ -161,7 +174,8 @@ impl<T: serde::Serialize> ToolOutput for Option<T> {
 
 impl<T: ToolOutput, E: std::fmt::Display> ToolOutput for std::result::Result<T, E> {
     fn into_result(self) -> std::result::Result<Value, String> {
-        self.map_err(|e| e.to_string()).and_then(ToolOutput::into_result)
+        self.map_err(|e| e.to_string())
+            .and_then(ToolOutput::into_result)
     }
 }
 
@@ -242,5 +256,7 @@ pub fn typed_tool<Args, F: TypedHandler<Args>>(
     }
     let schema = json!({"type": "object", "properties": properties, "required": required});
     let names: Vec<String> = params.iter().map(|(n, _)| n.to_string()).collect();
-    Tool::new(name, description, schema, move |args| handler.call(&names, &args))
+    Tool::new(name, description, schema, move |args| {
+        handler.call(&names, &args)
+    })
 }

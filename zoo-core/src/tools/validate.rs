@@ -31,8 +31,11 @@ impl ArgumentValidator {
                 )));
             }
         }
-        let validator = jsonschema::validator_for(schema)
-            .map_err(|e| invalid(format!("the parameters schema is not a valid JSON schema: {e}")))?;
+        let validator = jsonschema::validator_for(schema).map_err(|e| {
+            invalid(format!(
+                "the parameters schema is not a valid JSON schema: {e}"
+            ))
+        })?;
         Ok(ArgumentValidator {
             tool: tool.to_string(),
             validator,
@@ -105,10 +108,19 @@ mod tests {
         let e = v.validate(&json!({})).unwrap_err().to_string();
         assert!(e.contains("\"city\" is a required property"), "{e}");
         let e = v.validate(&json!({"city": 3})).unwrap_err().to_string();
-        assert!(e.contains("at `/city`") && e.contains("not of type \"string\""), "{e}");
-        let e = v.validate(&json!({"city": "x", "unit": "kelvin"})).unwrap_err().to_string();
+        assert!(
+            e.contains("at `/city`") && e.contains("not of type \"string\""),
+            "{e}"
+        );
+        let e = v
+            .validate(&json!({"city": "x", "unit": "kelvin"}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at `/unit`") && e.contains("kelvin"), "{e}");
-        let e = v.validate(&json!({"city": "x", "where": {}})).unwrap_err().to_string();
+        let e = v
+            .validate(&json!({"city": "x", "where": {}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"lat\" is a required property"), "{e}");
     }
 
@@ -116,7 +128,10 @@ mod tests {
     fn rejects_schemas_that_are_not_object_schemas() {
         assert!(ArgumentValidator::new("t", &json!("x")).is_err());
         assert!(ArgumentValidator::new("t", &json!({"type": "string"})).is_err());
-        let e = ArgumentValidator::new("t", &json!({"type": "object", "properties": {"a": {"type": 5}}}));
+        let e = ArgumentValidator::new(
+            "t",
+            &json!({"type": "object", "properties": {"a": {"type": 5}}}),
+        );
         assert!(e.is_err());
     }
 }

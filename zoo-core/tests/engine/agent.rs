@@ -26,7 +26,10 @@ fn ag_001_engine_overhead_under_10ms_p99() {
             MockReply::text("It is 21 degrees in Paris."),
         ]);
         let started = Instant::now();
-        let r = agent.chat(format!("weather {i}"), ChatOptions::new()).wait().unwrap();
+        let r = agent
+            .chat(format!("weather {i}"), ChatOptions::new())
+            .wait()
+            .unwrap();
         times.push(started.elapsed());
         assert_eq!(r.tool_calls.len(), 1);
     }
@@ -48,7 +51,10 @@ fn ag_002_backend_runs_only_on_the_inference_thread() {
     agent.chat("again", ChatOptions::new()).wait().unwrap();
     let threads = mock.threads();
     assert!(threads.len() > 4);
-    assert!(threads.iter().all(|t| *t == threads[0]), "one thread for every backend call");
+    assert!(
+        threads.iter().all(|t| *t == threads[0]),
+        "one thread for every backend call"
+    );
     assert_ne!(threads[0], std::thread::current().id());
 }
 
@@ -63,7 +69,10 @@ fn ag_003_multi_turn_signals_kv_cache_reuse() {
     assert_eq!(calls[0].cache_hint.stable_prefix, 0);
     // Turn two starts with system, user, assistant of turn one: all three
     // are exactly as the backend saw them (the reply it generated itself).
-    assert_eq!(calls[1].cache_hint.stable_prefix, 2, "system + first user were sent before");
+    assert_eq!(
+        calls[1].cache_hint.stable_prefix, 2,
+        "system + first user were sent before"
+    );
     assert!(second.usage.cached_tokens > 0);
     let third = agent.chat("three", ChatOptions::new()).wait().unwrap();
     assert_eq!(mock.calls()[2].cache_hint.stable_prefix, 4);
@@ -79,25 +88,36 @@ fn ag_004_editing_history_signals_cache_invalidation() {
     assert!(mock.calls()[1].cache_hint.stable_prefix > 0);
     agent.set_system_prompt(Some("new rules".into())).unwrap();
     agent.chat("three", ChatOptions::new()).wait().unwrap();
-    assert_eq!(mock.calls()[2].cache_hint.stable_prefix, 0, "new system prompt invalidates");
+    assert_eq!(
+        mock.calls()[2].cache_hint.stable_prefix,
+        0,
+        "new system prompt invalidates"
+    );
     agent.clear_history().unwrap();
     agent.chat("four", ChatOptions::new()).wait().unwrap();
-    assert_eq!(mock.calls()[3].cache_hint.stable_prefix, 1, "only the system prompt survives a clear");
+    assert_eq!(
+        mock.calls()[3].cache_hint.stable_prefix,
+        1,
+        "only the system prompt survives a clear"
+    );
     assert_eq!(agent.history().len(), 3);
 }
 
 #[test]
 fn ag_005_invalid_config_is_an_error_not_a_crash() {
-    let e = Agent::with_backend(MockBackend::new(), Config::default().temperature(-1.0)).unwrap_err();
+    let e =
+        Agent::with_backend(MockBackend::new(), Config::default().temperature(-1.0)).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidConfig);
     assert!(e.to_string().contains("temperature"));
-    let e = Agent::with_backend(MockBackend::new(), Config::default().max_tool_iterations(0)).unwrap_err();
+    let e = Agent::with_backend(MockBackend::new(), Config::default().max_tool_iterations(0))
+        .unwrap_err();
     assert!(e.to_string().contains("max_tool_iterations"));
 }
 
 #[test]
 fn ag_006_valid_config_gives_an_idle_agent() {
-    let agent = Agent::with_backend(MockBackend::new(), Config::default().system_prompt("hi")).unwrap();
+    let agent =
+        Agent::with_backend(MockBackend::new(), Config::default().system_prompt("hi")).unwrap();
     assert_eq!(agent.state(), AgentState::Idle);
     assert_eq!(agent.queue_depth(), 0);
     assert_eq!(agent.history()[0].content, "hi");
@@ -110,7 +130,12 @@ fn ag_007_dropping_mid_request_shuts_down_cleanly() {
     let handler_data = Arc::new(());
     let held = handler_data.clone();
     let agent = agent_on(&mock);
-    agent.register_tool(Tool::new("t", "", json!({"type": "object"}), move |_| Ok(json!(Arc::strong_count(&held)))).unwrap());
+    agent.register_tool(
+        Tool::new("t", "", json!({"type": "object"}), move |_| {
+            Ok(json!(Arc::strong_count(&held)))
+        })
+        .unwrap(),
+    );
     let running = agent.chat("long", ChatOptions::new());
     let queued = agent.chat("queued", ChatOptions::new());
     std::thread::sleep(Duration::from_millis(50));
@@ -118,9 +143,16 @@ fn ag_007_dropping_mid_request_shuts_down_cleanly() {
     assert_eq!(agent.queue_depth(), 1);
     let started = Instant::now();
     drop(agent);
-    assert!(started.elapsed() < Duration::from_millis(200), "drop took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(200),
+        "drop took {:?}",
+        started.elapsed()
+    );
     assert_eq!(running.wait().unwrap().stop_reason, StopReason::Cancelled);
-    assert_eq!(queued.wait().unwrap_err().code(), ErrorCode::AgentNotRunning);
+    assert_eq!(
+        queued.wait().unwrap_err().code(),
+        ErrorCode::AgentNotRunning
+    );
     // Nothing leaked: the backend and the tool's captured data are released.
     assert_eq!(mock.share_count(), 1);
     assert_eq!(Arc::strong_count(&handler_data), 1);
@@ -139,7 +171,10 @@ fn ag_008_tool_registered_after_the_first_chat_is_available() {
     agent.register_tool(weather_tool());
     let r = agent.chat("second", ChatOptions::new()).wait().unwrap();
     assert_eq!(mock.calls()[1].tools[0].name, "get_weather");
-    assert_eq!(r.tool_calls[0].result, Some(json!({"city": "Rome", "temperature": 21})));
+    assert_eq!(
+        r.tool_calls[0].result,
+        Some(json!({"city": "Rome", "temperature": 21}))
+    );
 }
 
 #[test]
@@ -154,7 +189,9 @@ fn registering_during_a_chat_is_seen_by_its_next_iteration() {
     agent.register_tool(
         Tool::new("add_tool", "", json!({"type": "object"}), move |_| {
             let agent = weak.upgrade().unwrap();
-            agent.register_fn("late", "added mid-chat", &[], || "late result").unwrap();
+            agent
+                .register_fn("late", "added mid-chat", &[], || "late result")
+                .unwrap();
             Ok(json!("registered"))
         })
         .unwrap(),
@@ -193,7 +230,11 @@ fn stress_8_threads_250_chats_each_every_response_once() {
         })
         .collect();
     workers.into_iter().for_each(|w| w.join().unwrap());
-    assert_eq!(delivered.load(Ordering::SeqCst), 2000, "each response delivered exactly once");
+    assert_eq!(
+        delivered.load(Ordering::SeqCst),
+        2000,
+        "each response delivered exactly once"
+    );
     assert_eq!(mock.calls().len(), 2000);
     assert_eq!(agent.queue_depth(), 0);
 }

@@ -4,9 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use zoo_core::{
-    AgentEvent, ChatOptions, MockBackend, MockReply, Role, StopReason, Tool,
-};
+use zoo_core::{AgentEvent, ChatOptions, MockBackend, MockReply, Role, StopReason, Tool};
 
 use super::{agent_on, weather_tool};
 
@@ -17,7 +15,10 @@ fn ta_001_chat_returns_a_handle_immediately() {
     let agent = agent_on(&mock);
     let started = Instant::now();
     let handle = agent.chat("hello", ChatOptions::new());
-    assert!(started.elapsed() < Duration::from_millis(20), "chat() blocked");
+    assert!(
+        started.elapsed() < Duration::from_millis(20),
+        "chat() blocked"
+    );
     assert!(!handle.is_finished());
     assert!(handle.poll().is_none());
     assert_eq!(handle.wait().unwrap().text, "slow reply with several words");
@@ -32,7 +33,10 @@ fn ta_002_awaited_handle_resolves_with_content() {
     assert_eq!(response.stop_reason, StopReason::Stop);
     assert_eq!(response.metrics.iterations, 1);
     assert!(response.usage.prompt_tokens > 0 && response.usage.completion_tokens == 2);
-    assert_eq!(response.usage.total_tokens, response.usage.prompt_tokens + 2);
+    assert_eq!(
+        response.usage.total_tokens,
+        response.usage.prompt_tokens + 2
+    );
     // The same handle works as a Future.
     let response = pollster_block_on(agent.chat("again", ChatOptions::new())).unwrap();
     assert_eq!(response.text, "echo: again");
@@ -67,7 +71,10 @@ fn ta_003_tool_call_json_is_detected_and_parsed() {
     ]);
     let agent = agent_on(&mock);
     agent.register_tool(weather_tool());
-    let response = agent.chat("Weather in Paris?", ChatOptions::new()).wait().unwrap();
+    let response = agent
+        .chat("Weather in Paris?", ChatOptions::new())
+        .wait()
+        .unwrap();
     assert_eq!(response.tool_calls.len(), 1);
     let call = &response.tool_calls[0];
     assert_eq!(call.name, "get_weather");
@@ -96,16 +103,27 @@ fn ta_005_detected_call_invokes_the_registered_handler() {
     ]);
     let agent = agent_on(&mock);
     agent
-        .register_fn("record", "Records a value", &[("value", "the value")], move |value: i64| {
-            sink.lock().unwrap().push((value, std::thread::current().name().map(String::from)));
-            "ok"
-        })
+        .register_fn(
+            "record",
+            "Records a value",
+            &[("value", "the value")],
+            move |value: i64| {
+                sink.lock()
+                    .unwrap()
+                    .push((value, std::thread::current().name().map(String::from)));
+                "ok"
+            },
+        )
         .unwrap();
     agent.chat("record 7", ChatOptions::new()).wait().unwrap();
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0, 7);
-    assert_eq!(seen[0].1.as_deref(), Some("zoo-inference"), "handlers run on the inference thread");
+    assert_eq!(
+        seen[0].1.as_deref(),
+        Some("zoo-inference"),
+        "handlers run on the inference thread"
+    );
 }
 
 #[test]
@@ -116,15 +134,24 @@ fn ta_006_result_injected_and_inference_continues() {
     ]);
     let agent = agent_on(&mock);
     agent.register_tool(weather_tool());
-    let response = agent.chat("Weather in Oslo?", ChatOptions::new()).wait().unwrap();
+    let response = agent
+        .chat("Weather in Oslo?", ChatOptions::new())
+        .wait()
+        .unwrap();
     assert_eq!(response.text, "Oslo is at 21.");
     assert_eq!(response.metrics.iterations, 2);
     let second = &mock.calls()[1].messages;
-    let tool_msg = second.iter().find(|m| m.role == Role::Tool).expect("result injected");
+    let tool_msg = second
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .expect("result injected");
     assert_eq!(tool_msg.name.as_deref(), Some("get_weather"));
     assert_eq!(tool_msg.content, r#"{"city":"Oslo","temperature":21}"#);
     let assistant = second.iter().find(|m| m.role == Role::Assistant).unwrap();
-    assert_eq!(assistant.tool_calls[0].id, *tool_msg.tool_call_id.as_ref().unwrap());
+    assert_eq!(
+        assistant.tool_calls[0].id,
+        *tool_msg.tool_call_id.as_ref().unwrap()
+    );
     let history = agent.history();
     assert_eq!(
         history.iter().map(|m| m.role).collect::<Vec<_>>(),
@@ -154,24 +181,42 @@ fn ta_007_several_tools_execute_in_order() {
     let response = agent.chat("go", ChatOptions::new()).wait().unwrap();
     assert_eq!(*order.lock().unwrap(), ["first", "second", "third"]);
     assert_eq!(
-        response.tool_calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        response
+            .tool_calls
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
         ["first", "second", "third"]
     );
     let second_call = &mock.calls()[1].messages;
-    let results: Vec<&str> = second_call.iter().filter(|m| m.role == Role::Tool).map(|m| m.content.as_str()).collect();
-    assert_eq!(results, ["first", "second"], "both results injected before the next inference");
+    let results: Vec<&str> = second_call
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        results,
+        ["first", "second"],
+        "both results injected before the next inference"
+    );
     assert_eq!(response.text, "all done");
 }
 
 #[test]
 fn ta_008_stop_aborts_inference_within_100ms() {
-    let long = (0..500).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+    let long = (0..500)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     let mock = MockBackend::with_script([MockReply::text(long)]);
     mock.set_piece_delay(Duration::from_millis(20));
     let agent = agent_on(&mock);
     let tokens = Arc::new(Mutex::new(0));
     let counter = tokens.clone();
-    let handle = agent.chat("talk", ChatOptions::new().on_token(move |_| *counter.lock().unwrap() += 1));
+    let handle = agent.chat(
+        "talk",
+        ChatOptions::new().on_token(move |_| *counter.lock().unwrap() += 1),
+    );
     while *tokens.lock().unwrap() < 3 {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -179,9 +224,16 @@ fn ta_008_stop_aborts_inference_within_100ms() {
     agent.stop();
     let response = handle.wait().unwrap();
     let latency = stopped.elapsed();
-    assert!(latency < Duration::from_millis(100), "stop took {latency:?}");
+    assert!(
+        latency < Duration::from_millis(100),
+        "stop took {latency:?}"
+    );
     assert_eq!(response.stop_reason, StopReason::Cancelled);
-    assert!(response.text.starts_with("w0 w1 w2"), "partial text kept: {}", response.text);
+    assert!(
+        response.text.starts_with("w0 w1 w2"),
+        "partial text kept: {}",
+        response.text
+    );
     assert!(response.text.len() < 200);
 }
 
@@ -223,7 +275,10 @@ fn ta_010_streaming_callback_invoked_for_each_token() {
     let pieces = pieces.lock().unwrap();
     assert_eq!(*pieces, ["one", " two", " three", " four"]);
     assert_eq!(pieces.concat(), response.text);
-    assert_eq!(events.lock().unwrap()[0], AgentEvent::IterationStarted { iteration: 1 });
+    assert_eq!(
+        events.lock().unwrap()[0],
+        AgentEvent::IterationStarted { iteration: 1 }
+    );
 }
 
 #[test]
@@ -237,7 +292,10 @@ fn tool_call_markup_is_not_streamed() {
     let streamed = Arc::new(Mutex::new(String::new()));
     let sink = streamed.clone();
     let response = agent
-        .chat("Rome?", ChatOptions::new().on_token(move |t| sink.lock().unwrap().push_str(t)))
+        .chat(
+            "Rome?",
+            ChatOptions::new().on_token(move |t| sink.lock().unwrap().push_str(t)),
+        )
         .wait()
         .unwrap();
     assert_eq!(*streamed.lock().unwrap(), "Let me check. Sunny in Rome.");
@@ -246,7 +304,9 @@ fn tool_call_markup_is_not_streamed() {
 
 #[test]
 fn tool_limit_ends_the_turn_and_keeps_history_valid() {
-    let mock = MockBackend::with_script((0..5).map(|_| MockReply::tool_call("get_weather", json!({"city": "X"}))));
+    let mock = MockBackend::with_script(
+        (0..5).map(|_| MockReply::tool_call("get_weather", json!({"city": "X"}))),
+    );
     let config = zoo_core::Config::default().max_tool_iterations(2);
     let agent = zoo_core::Agent::with_backend(mock.clone(), config).unwrap();
     agent.register_tool(weather_tool());
@@ -257,7 +317,11 @@ fn tool_limit_ends_the_turn_and_keeps_history_valid() {
     // Every call in the history has its result, so the next chat is accepted.
     let next = agent.chat("next", ChatOptions::new()).wait().unwrap();
     assert_eq!(next.text, "echo: next");
-    assert_eq!(next.tool_calls.len(), 2, "the two remaining scripted calls ran");
+    assert_eq!(
+        next.tool_calls.len(),
+        2,
+        "the two remaining scripted calls ran"
+    );
 }
 
 #[test]
@@ -274,9 +338,19 @@ fn required_tool_choice_is_passed_until_a_call_succeeds() {
     let choices: Vec<_> = mock.calls().iter().map(|c| c.tool_choice.clone()).collect();
     assert_eq!(
         choices,
-        [zoo_core::ToolChoice::Required, zoo_core::ToolChoice::Required, zoo_core::ToolChoice::Auto]
+        [
+            zoo_core::ToolChoice::Required,
+            zoo_core::ToolChoice::Required,
+            zoo_core::ToolChoice::Auto
+        ]
     );
-    let none = agent.chat("no tools", ChatOptions::new().tool_choice(zoo_core::ToolChoice::None)).wait().unwrap();
+    let none = agent
+        .chat(
+            "no tools",
+            ChatOptions::new().tool_choice(zoo_core::ToolChoice::None),
+        )
+        .wait()
+        .unwrap();
     assert_eq!(none.text, "echo: no tools");
     assert!(mock.calls().last().unwrap().tools.is_empty());
 }
@@ -290,7 +364,10 @@ fn backend_error_fails_the_chat_and_undoes_the_turn() {
     let agent = agent_on(&mock);
     let e = agent.chat("first", ChatOptions::new()).wait().unwrap_err();
     assert_eq!(e.code(), zoo_core::ErrorCode::InferenceFailed);
-    assert!(agent.history().is_empty(), "the failed turn left nothing behind");
+    assert!(
+        agent.history().is_empty(),
+        "the failed turn left nothing behind"
+    );
     let ok = agent.chat("second", ChatOptions::new()).wait().unwrap();
     assert_eq!(ok.text, "recovered");
 }
@@ -305,6 +382,9 @@ fn panicking_callback_is_an_internal_error_not_a_dead_agent() {
         .unwrap_err();
     assert_eq!(e.code(), zoo_core::ErrorCode::Internal);
     assert!(e.to_string().contains("callback bug"));
-    assert_eq!(agent.chat("y", ChatOptions::new()).wait().unwrap().text, "fine");
+    assert_eq!(
+        agent.chat("y", ChatOptions::new()).wait().unwrap().text,
+        "fine"
+    );
     assert_eq!(agent.history().len(), 2);
 }

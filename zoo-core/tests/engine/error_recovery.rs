@@ -15,7 +15,10 @@ fn er_001_valid_arguments_pass_and_the_tool_runs() {
     agent.register_tool(weather_tool());
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
     assert!(r.tool_errors.is_empty());
-    assert_eq!(r.tool_calls[0].result, Some(json!({"city": "Paris", "temperature": 21})));
+    assert_eq!(
+        r.tool_calls[0].result,
+        Some(json!({"city": "Paris", "temperature": 21}))
+    );
 }
 
 #[test]
@@ -29,7 +32,13 @@ fn er_002_missing_required_argument_fails_validation() {
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
     assert_eq!(r.tool_errors.len(), 1);
     assert_eq!(r.tool_errors[0].kind, ErrorCode::ToolValidationFailed);
-    assert!(r.tool_errors[0].message.contains("\"city\" is a required property"), "{}", r.tool_errors[0].message);
+    assert!(
+        r.tool_errors[0]
+            .message
+            .contains("\"city\" is a required property"),
+        "{}",
+        r.tool_errors[0].message
+    );
     assert!(r.tool_calls[0].result.is_none() && r.tool_calls[0].error.is_some());
 }
 
@@ -43,7 +52,13 @@ fn er_003_wrong_argument_type_fails_validation() {
     agent.register_tool(weather_tool());
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
     assert_eq!(r.tool_errors[0].kind, ErrorCode::ToolValidationFailed);
-    assert!(r.tool_errors[0].message.contains("42 is not of type \"string\""), "{}", r.tool_errors[0].message);
+    assert!(
+        r.tool_errors[0]
+            .message
+            .contains("42 is not of type \"string\""),
+        "{}",
+        r.tool_errors[0].message
+    );
 }
 
 /// Design note: the TRD injects validation errors as a System message. We
@@ -66,7 +81,9 @@ fn er_004_validation_failure_is_injected_for_the_model() {
     assert_eq!(injected.role, Role::Tool);
     assert!(injected.is_error);
     assert!(
-        injected.content.starts_with("Error: invalid arguments for `get_weather`:")
+        injected
+            .content
+            .starts_with("Error: invalid arguments for `get_weather`:")
             && injected.content.contains("1 is not of type \"string\""),
         "{}",
         injected.content
@@ -85,7 +102,10 @@ fn er_005_self_correction_succeeds_on_retry() {
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
     assert_eq!(r.tool_calls.len(), 2);
     assert!(r.tool_calls[0].error.is_some());
-    assert_eq!(r.tool_calls[1].result, Some(json!({"city": "Paris", "temperature": 21})));
+    assert_eq!(
+        r.tool_calls[1].result,
+        Some(json!({"city": "Paris", "temperature": 21}))
+    );
     assert_eq!(r.tool_errors.len(), 1);
     assert_eq!(r.tool_errors[0].attempt, 1);
     assert_eq!(r.text, "21 degrees");
@@ -95,7 +115,12 @@ fn er_005_self_correction_succeeds_on_retry() {
 #[test]
 fn er_006_two_failed_retries_exhaust_the_tool() {
     let bad = || MockReply::tool_call("get_weather", json!({"city": false}));
-    let mock = MockBackend::with_script([bad(), bad(), bad(), MockReply::text("I could not get the weather.")]);
+    let mock = MockBackend::with_script([
+        bad(),
+        bad(),
+        bad(),
+        MockReply::text("I could not get the weather."),
+    ]);
     let agent = agent_on(&mock); // max_tool_retries defaults to 2
     agent.register_tool(weather_tool());
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
@@ -109,7 +134,10 @@ fn er_006_two_failed_retries_exhaust_the_tool() {
             ErrorCode::ToolRetriesExhausted
         ]
     );
-    assert_eq!(r.tool_errors.iter().map(|e| e.attempt).collect::<Vec<_>>(), [1, 2, 3, 3]);
+    assert_eq!(
+        r.tool_errors.iter().map(|e| e.attempt).collect::<Vec<_>>(),
+        [1, 2, 3, 3]
+    );
     // After exhaustion the model answers without tools.
     let last = mock.calls().last().unwrap().clone();
     assert!(last.tools.is_empty());
@@ -119,7 +147,10 @@ fn er_006_two_failed_retries_exhaust_the_tool() {
     let agent = zoo_core::Agent::with_backend(mock, limit).unwrap();
     agent.register_tool(weather_tool());
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
-    assert_eq!(r.tool_errors.last().unwrap().kind, ErrorCode::ToolRetriesExhausted);
+    assert_eq!(
+        r.tool_errors.last().unwrap().kind,
+        ErrorCode::ToolRetriesExhausted
+    );
 }
 
 #[test]
@@ -132,12 +163,19 @@ fn er_007_every_tool_error_is_in_the_response() {
     let agent = agent_on(&mock);
     agent.register_tool(weather_tool());
     agent
-        .register_fn("failing", "Always fails", &[], || -> Result<String, String> {
-            Err("disk full".into())
-        })
+        .register_fn(
+            "failing",
+            "Always fails",
+            &[],
+            || -> Result<String, String> { Err("disk full".into()) },
+        )
         .unwrap();
     let r = agent.chat("q", ChatOptions::new()).wait().unwrap();
-    let got: Vec<(&str, ErrorCode)> = r.tool_errors.iter().map(|e| (e.tool.as_str(), e.kind)).collect();
+    let got: Vec<(&str, ErrorCode)> = r
+        .tool_errors
+        .iter()
+        .map(|e| (e.tool.as_str(), e.kind))
+        .collect();
     assert_eq!(
         got,
         [
@@ -146,7 +184,9 @@ fn er_007_every_tool_error_is_in_the_response() {
             ("failing", ErrorCode::ToolHandlerFailed),
         ]
     );
-    assert!(r.tool_errors[0].message.contains("Available tools: get_weather, failing"));
+    assert!(r.tool_errors[0]
+        .message
+        .contains("Available tools: get_weather, failing"));
     assert!(r.tool_errors[2].message.contains("disk full"));
     assert_eq!(r.text, "done");
 }
@@ -154,7 +194,9 @@ fn er_007_every_tool_error_is_in_the_response() {
 #[test]
 fn unparseable_call_goes_back_as_a_system_message() {
     let mock = MockBackend::with_script([
-        MockReply::text("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": }</tool_call>"),
+        MockReply::text(
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": }</tool_call>",
+        ),
         MockReply::tool_call("get_weather", json!({"city": "Bern"})),
         MockReply::text("Bern: 21"),
     ]);
@@ -165,8 +207,15 @@ fn unparseable_call_goes_back_as_a_system_message() {
     assert_eq!(r.tool_errors[0].tool, "get_weather");
     let injected = mock.calls()[1].messages.last().unwrap().clone();
     assert_eq!(injected.role, Role::System);
-    assert!(injected.content.contains("could not be read"), "{}", injected.content);
+    assert!(
+        injected.content.contains("could not be read"),
+        "{}",
+        injected.content
+    );
     // The malformed text is kept in the history, not silently dropped.
-    assert!(agent.history().iter().any(|m| m.content.contains("\"city\": }")));
+    assert!(agent
+        .history()
+        .iter()
+        .any(|m| m.content.contains("\"city\": }")));
     assert_eq!(r.text, "Bern: 21");
 }

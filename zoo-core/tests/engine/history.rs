@@ -21,13 +21,20 @@ fn th_001_messages_of_every_role_kept_in_order() {
     let mut h = History::new();
     h.push(Message::system("sys"), 2).unwrap();
     h.push(Message::user("hi"), 2).unwrap();
-    h.push(Message::assistant_with_tool_calls("", vec![call("c1")]), 3).unwrap();
+    h.push(Message::assistant_with_tool_calls("", vec![call("c1")]), 3)
+        .unwrap();
     h.push(Message::tool("c1", "t", "42"), 2).unwrap();
     h.push(Message::assistant("done"), 2).unwrap();
     let roles: Vec<Role> = h.messages().iter().map(|m| m.role).collect();
     assert_eq!(
         roles,
-        [Role::System, Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+        [
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant
+        ]
     );
     assert_eq!(h.messages()[3].content, "42");
     assert_eq!(h.system_prompt(), Some("sys"));
@@ -39,7 +46,10 @@ fn th_002_consecutive_user_messages_rejected() {
     h.push(Message::user("one"), 1).unwrap();
     let e = h.push(Message::user("two"), 1).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidMessageSequence);
-    assert!(e.to_string().contains("cannot follow another user message"), "{e}");
+    assert!(
+        e.to_string().contains("cannot follow another user message"),
+        "{e}"
+    );
     assert_eq!(h.len(), 1, "the rejected message is not stored");
 }
 
@@ -58,12 +68,17 @@ fn th_004_tool_message_without_matching_call_rejected() {
     h.push(Message::user("q"), 1).unwrap();
     let e = h.push(Message::tool("c1", "t", "x"), 1).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidMessageSequence);
-    h.push(Message::assistant_with_tool_calls("", vec![call("c1")]), 1).unwrap();
+    h.push(Message::assistant_with_tool_calls("", vec![call("c1")]), 1)
+        .unwrap();
     let e = h.push(Message::tool("c9", "t", "x"), 1).unwrap_err();
     assert!(e.to_string().contains("c9"), "{e}");
     h.push(Message::tool("c1", "t", "x"), 1).unwrap();
     let e = h.push(Message::tool("c1", "t", "x"), 1).unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidMessageSequence, "a call is answered once");
+    assert_eq!(
+        e.code(),
+        ErrorCode::InvalidMessageSequence,
+        "a call is answered once"
+    );
 }
 
 #[test]
@@ -116,12 +131,17 @@ fn th_008_pruning_keeps_the_system_prompt_and_tool_results_with_their_calls() {
     let mut h = History::new();
     h.set_system_prompt(Some(("system".into(), 10)));
     h.push(Message::user("q0"), 10).unwrap();
-    h.push(Message::assistant_with_tool_calls("", vec![call("c1")]), 10).unwrap();
+    h.push(Message::assistant_with_tool_calls("", vec![call("c1")]), 10)
+        .unwrap();
     h.push(Message::tool("c1", "t", "r"), 10).unwrap();
     h.push(Message::assistant("a0"), 10).unwrap();
     h.push(Message::user("q1"), 10).unwrap();
     let pruned = h.prune_to_fit(25, h.len() - 1);
-    assert_eq!(pruned.len(), 4, "the call, its result and the reply go together");
+    assert_eq!(
+        pruned.len(),
+        4,
+        "the call, its result and the reply go together"
+    );
     assert_eq!(h.messages()[0].role, Role::System);
     assert_eq!(h.messages()[0].content, "system");
     assert!(h.messages().iter().all(|m| m.role != Role::Tool));
@@ -143,14 +163,19 @@ fn th_009_prune_callback_receives_the_pruned_messages() {
         let question = format!("question number {i} with a few more words to fill the window");
         let options = ChatOptions::new().on_event(move |e| {
             if let AgentEvent::HistoryPruned { messages } = e {
-                sink.lock().unwrap().extend(messages.iter().map(|m| m.content.clone()));
+                sink.lock()
+                    .unwrap()
+                    .extend(messages.iter().map(|m| m.content.clone()));
             }
         });
         agent.chat(question, options).wait().unwrap();
     }
     let pruned = pruned.lock().unwrap().clone();
     assert!(pruned.len() >= 2, "{pruned:?}");
-    assert_eq!(pruned[0], "question number 0 with a few more words to fill the window");
+    assert_eq!(
+        pruned[0],
+        "question number 0 with a few more words to fill the window"
+    );
     assert!(pruned[1].starts_with("echo: question number 0"));
     let history = agent.history();
     assert!(history.iter().all(|m| !m.content.contains("number 0")));
@@ -164,9 +189,13 @@ fn th_010_rag_context_used_for_the_turn_but_not_stored() {
     agent.chat("What is the capital?", options).wait().unwrap();
     let sent = &mock.calls()[0].messages;
     let last_user = sent.iter().rev().find(|m| m.role == Role::User).unwrap();
-    assert!(last_user.content.contains("The capital of France is Paris."));
+    assert!(last_user
+        .content
+        .contains("The capital of France is Paris."));
     assert!(last_user.content.contains("What is the capital?"));
     let history = agent.history();
     assert_eq!(history[0].content, "What is the capital?");
-    assert!(history.iter().all(|m| !m.content.contains("capital of France")));
+    assert!(history
+        .iter()
+        .all(|m| !m.content.contains("capital of France")));
 }

@@ -16,7 +16,12 @@ fn tr_001_primitive_parameters_generate_a_schema() {
     let tool = typed_tool(
         "mix",
         "Mixes primitives",
-        &[("n", "a count"), ("x", "a ratio"), ("flag", "a switch"), ("s", "a label")],
+        &[
+            ("n", "a count"),
+            ("x", "a ratio"),
+            ("flag", "a switch"),
+            ("s", "a label"),
+        ],
         |n: i64, x: f64, flag: bool, s: String| format!("{n}{x}{flag}{s}"),
     )
     .unwrap();
@@ -64,7 +69,11 @@ fn tr_006_multiple_parameters_all_in_schema_with_optional_and_arrays() {
     let tool = typed_tool(
         "search",
         "Search",
-        &[("query", "what"), ("limit", "how many"), ("tags", "filters")],
+        &[
+            ("query", "what"),
+            ("limit", "how many"),
+            ("tags", "filters"),
+        ],
         |query: String, limit: Option<i64>, tags: Vec<String>| {
             format!("{query}:{}:{}", limit.unwrap_or(10), tags.join(","))
         },
@@ -73,43 +82,78 @@ fn tr_006_multiple_parameters_all_in_schema_with_optional_and_arrays() {
     let schema = schema_of(&tool);
     assert_eq!(schema["properties"]["query"]["type"], "string");
     assert_eq!(schema["properties"]["limit"]["type"], "integer");
-    assert_eq!(schema["properties"]["tags"], json!({"type": "array", "items": {"type": "string"}, "description": "filters"}));
-    assert_eq!(schema["required"], json!(["query", "tags"]), "Option<T> is optional");
     assert_eq!(
-        tool.invoke(json!({"query": "rust", "tags": ["a", "b"]})).unwrap(),
+        schema["properties"]["tags"],
+        json!({"type": "array", "items": {"type": "string"}, "description": "filters"})
+    );
+    assert_eq!(
+        schema["required"],
+        json!(["query", "tags"]),
+        "Option<T> is optional"
+    );
+    assert_eq!(
+        tool.invoke(json!({"query": "rust", "tags": ["a", "b"]}))
+            .unwrap(),
         json!("rust:10:a,b")
     );
     assert_eq!(
-        tool.invoke(json!({"query": "rust", "limit": 3, "tags": []})).unwrap(),
+        tool.invoke(json!({"query": "rust", "limit": 3, "tags": []}))
+            .unwrap(),
         json!("rust:3:")
     );
 }
 
 #[test]
 fn tr_007_generated_schema_is_a_valid_json_schema() {
-    let tool = typed_tool("t", "", &[("a", ""), ("b", "")], |a: i64, b: Vec<f64>| a as f64 + b.iter().sum::<f64>()).unwrap();
+    let tool = typed_tool("t", "", &[("a", ""), ("b", "")], |a: i64, b: Vec<f64>| {
+        a as f64 + b.iter().sum::<f64>()
+    })
+    .unwrap();
     // Compiling it as a validator proves it is a valid schema; it also
     // accepts a good instance and rejects a bad one.
     let validator = jsonschema::validator_for(schema_of(&tool)).unwrap();
     assert!(validator.is_valid(&json!({"a": 1, "b": [1.5]})));
     assert!(!validator.is_valid(&json!({"a": "1", "b": [1.5]})));
     // An explicit schema that is not a valid JSON schema is refused.
-    let e = Tool::new("bad", "", json!({"type": "object", "properties": {"a": {"type": 7}}}), |_| Ok(json!(1))).unwrap_err();
+    let e = Tool::new(
+        "bad",
+        "",
+        json!({"type": "object", "properties": {"a": {"type": 7}}}),
+        |_| Ok(json!(1)),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ToolValidationFailed);
 }
 
 #[test]
 fn tr_008_schema_includes_descriptions() {
-    let tool = typed_tool("weather", "Current weather for a city", &[("city", "City name")], |c: String| c).unwrap();
+    let tool = typed_tool(
+        "weather",
+        "Current weather for a city",
+        &[("city", "City name")],
+        |c: String| c,
+    )
+    .unwrap();
     assert_eq!(tool.definition().description, "Current weather for a city");
-    assert_eq!(schema_of(&tool)["properties"]["city"]["description"], "City name");
+    assert_eq!(
+        schema_of(&tool)["properties"]["city"]["description"],
+        "City name"
+    );
 }
 
 #[test]
 fn tr_009_valid_arguments_call_the_handler() {
     let registry = ToolRegistry::new();
-    registry.register(typed_tool("add", "Add", &[("a", ""), ("b", "")], |a: i64, b: i64| a + b).unwrap());
-    assert_eq!(registry.invoke("add", json!({"a": 2, "b": 40})).unwrap(), json!(42));
+    registry.register(
+        typed_tool("add", "Add", &[("a", ""), ("b", "")], |a: i64, b: i64| {
+            a + b
+        })
+        .unwrap(),
+    );
+    assert_eq!(
+        registry.invoke("add", json!({"a": 2, "b": 40})).unwrap(),
+        json!(42)
+    );
 }
 
 #[test]
@@ -130,7 +174,10 @@ fn tr_010_wrong_argument_types_error_without_calling_the_handler() {
         .unwrap(),
     );
     let e = registry.invoke("add", json!({"a": "two"})).unwrap_err();
-    assert!(matches!(&e, Error::ToolValidationFailed { tool, message } if tool == "add" && message.contains("\"two\" is not of type \"integer\"")), "{e}");
+    assert!(
+        matches!(&e, Error::ToolValidationFailed { tool, message } if tool == "add" && message.contains("\"two\" is not of type \"integer\"")),
+        "{e}"
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
@@ -163,7 +210,10 @@ fn tool_names_and_arity_are_checked() {
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad:?}");
     }
     let e = typed_tool("t", "", &[("a", "")], |a: i64, b: i64| a + b).unwrap_err();
-    assert!(e.to_string().contains("takes 2 parameters but 1 names"), "{e}");
+    assert!(
+        e.to_string().contains("takes 2 parameters but 1 names"),
+        "{e}"
+    );
     // A panicking handler is an error, not a crash.
     let boom = typed_tool("boom", "", &[], || -> i64 { panic!("kaboom") }).unwrap();
     let e = boom.invoke(json!({})).unwrap_err();

@@ -8,11 +8,18 @@ use crate::tools::{ToolCallFormat, ToolDefinition};
 /// A grammar for exactly one call to one of `tools`, in `format`. The
 /// converter's whitespace rule is bounded (at most two newlines and twenty
 /// indents), so the grammar never admits endless whitespace.
-pub(crate) fn tool_call_grammar(format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
+pub(crate) fn tool_call_grammar(
+    format: ToolCallFormat,
+    tools: &[ToolDefinition],
+) -> Result<String> {
     let schema = format.call_schema(tools);
     let converted = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
         Error::ToolValidationFailed {
-            tool: tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(","),
+            tool: tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
             message: format!("cannot build a grammar from the tool schemas: {e}"),
         }
     })?;
@@ -71,7 +78,10 @@ mod tests {
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         }];
         let g = tool_call_grammar(ToolCallFormat::Hermes, &tools).unwrap();
-        assert!(g.starts_with("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\""), "{g}");
+        assert!(
+            g.starts_with("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\""),
+            "{g}"
+        );
         assert!(g.contains("call ::="), "{g}");
         assert!(g.contains("get_weather"), "{g}");
         assert_eq!(g.matches("root ::=").count(), 1);

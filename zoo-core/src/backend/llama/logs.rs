@@ -26,7 +26,11 @@ pub(crate) fn take_recent_errors() -> Vec<String> {
     RECENT_ERRORS.lock().drain(..).collect()
 }
 
-unsafe extern "C" fn forward(level: llama_cpp_sys_2::ggml_log_level, text: *const c_char, _: *mut c_void) {
+unsafe extern "C" fn forward(
+    level: llama_cpp_sys_2::ggml_log_level,
+    text: *const c_char,
+    _: *mut c_void,
+) {
     if text.is_null() {
         return;
     }

@@ -36,6 +36,13 @@ use crate::tools::{ToolCallFormat, ToolDefinition};
 const CHUNK_TARGET: Duration = Duration::from_millis(40);
 /// The smallest prompt-decode chunk.
 const MIN_CHUNK: usize = 16;
+/// In `auto` mode, a reply to a user message is constrained to a tool call
+/// when the model's log-probability of opening one is above this. Measured on
+/// SmolLM2-135M (`examples/rust/tool_eval.rs`): prompts that need a tool score
+/// -9.0 to -2.9 (median -5.2), prompts that need none -16.7 to -4.4 (median
+/// -10.3). Models trained for tools put nearly all weight (about 0) on the
+/// opening when a tool fits, so the bound holds for them too.
+pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
 /// Tokens a grammar-constrained call may take when the request sets no
 /// limit, so that a call always ends.
 const MAX_CALL_TOKENS: u32 = 1024;
@@ -98,7 +105,13 @@ impl<'m> LlamaBackend<'m> {
                 path: inner.path.clone(),
                 reason: format!("cannot create a {n_ctx}-token context: {e}"),
             })?;
-        tracing::debug!(n_ctx, threads, batch_size, template = template.origin(), "llama context ready");
+        tracing::debug!(
+            n_ctx,
+            threads,
+            batch_size,
+            template = template.origin(),
+            "llama context ready"
+        );
         Ok(LlamaBackend {
             model: inner,
             ctx,
@@ -140,7 +153,8 @@ impl<'m> LlamaBackend<'m> {
         // Templates usually write the BOS token themselves; add it only when
         // the model wants one and the text does not begin with it.
         let bos = &self.model.metadata.special.bos;
-        let add_bos = special && vocab.should_add_bos() && !(!bos.is_empty() && text.starts_with(bos.as_str()));
+        let starts_with_bos = !bos.is_empty() && text.starts_with(bos.as_str());
+        let add_bos = special && vocab.should_add_bos() && !starts_with_bos;
         vocab.tokenize(text.as_bytes(), add_bos, special)
     }
 
@@ -218,6 +232,119 @@ impl<'m> LlamaBackend<'m> {
         Ok(())
     }
 
+    /// Renders, tokenizes and decodes the prompt of `request` (reusing the
+    /// cache). Returns the prompt's token count and how many were reused, or
+    /// `None` when cancelled during the decode.
+    fn prepare_prompt(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        cancel: &CancelToken,
+    ) -> Result<Option<(usize, usize)>> {
+        let prompt = self
+            .template
+            .render(request.messages, request.tools, true)?;
+        let tokens = self.tokenize(&prompt, true);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() >= n_ctx {
+            return Err(Error::ContextOverflow(format!(
+                "the prompt has {} tokens but the context holds {n_ctx}",
+                tokens.len()
+            )));
+        }
+        let reused = self.reuse_prefix(&tokens);
+        if !self.decode_prompt(&tokens[reused..], cancel)? {
+            return Ok(None);
+        }
+        Ok(Some((tokens.len(), reused)))
+    }
+
+    /// How likely the model is to open a tool call as the first thing in its
+    /// reply: the log-probability of the call format's trigger tokens right
+    /// after the prompt. Small models almost never make the trigger their
+    /// first choice, yet give it far more weight when a tool fits the
+    /// question than when none does; this measures that weight. The KV cache
+    /// and the logits are left as they were after the prompt.
+    pub fn call_opening_logprob(&mut self, request: &GenerateRequest<'_>) -> Result<f32> {
+        if self.prepare_prompt(request, &CancelToken::new())?.is_none() {
+            return Err(Error::Cancelled("prompt decode".into()));
+        }
+        self.trigger_logprob()
+    }
+
+    fn trigger_logprob(&mut self) -> Result<f32> {
+        let trigger = self.tool_call_format().trigger();
+        let tokens = self
+            .model
+            .llama
+            .vocab()
+            .tokenize(trigger.as_bytes(), false, true);
+        let Some((&first, rest)) = tokens.split_first() else {
+            return Ok(0.0);
+        };
+        let mut total = log_softmax_at(self.ctx.get_logits_ith(-1), first);
+        if rest.is_empty() {
+            return Ok(total);
+        }
+        // Decode the trigger but its last token, with logits everywhere, read
+        // the probabilities, then rewind to the prompt.
+        let prompt_len = self.cached.len();
+        let scratch = &tokens[..tokens.len() - 1];
+        self.batch.clear();
+        for (i, token) in scratch.iter().enumerate() {
+            self.batch
+                .add(*token, (prompt_len + i) as i32, &[0], true)
+                .map_err(|e| Error::InferenceFailed(format!("batch: {e}")))?;
+        }
+        self.ctx
+            .decode(&mut self.batch)
+            .map_err(|e| Error::InferenceFailed(format!("llama_decode failed: {e}")))?;
+        for (i, token) in rest.iter().enumerate() {
+            total += log_softmax_at(self.ctx.get_logits_ith(i as i32), *token);
+        }
+        self.rewind_to(prompt_len)?;
+        Ok(total)
+    }
+
+    /// Drops everything after the first `len` cached tokens and restores the
+    /// logits of the last one (by decoding it again).
+    fn rewind_to(&mut self, len: usize) -> Result<()> {
+        let last = *self
+            .cached
+            .get(len.wrapping_sub(1))
+            .ok_or_else(|| Error::Internal("rewind past the start of the cache".into()))?;
+        let removed = self
+            .ctx
+            .clear_kv_cache_seq(Some(0), Some(len as u32 - 1), None)
+            .unwrap_or(false);
+        if !removed {
+            let prompt: Vec<LlamaToken> = self.cached[..len].to_vec();
+            self.clear_cache();
+            return self.decode_prompt(&prompt, &CancelToken::new()).map(|_| ());
+        }
+        self.cached.truncate(len - 1);
+        self.decode(&[last], true)
+    }
+
+    /// Whether an `auto` reply should be a tool call: only when it answers a
+    /// user message (after a tool result the model must be free to answer)
+    /// and the model's own weight on opening a call is above the threshold.
+    fn should_open_call(&mut self, request: &GenerateRequest<'_>) -> Result<bool> {
+        let answers_user = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == crate::message::Role::User);
+        if request.tools.is_empty() || *request.tool_choice != ToolChoice::Auto || !answers_user {
+            return Ok(false);
+        }
+        let logprob = self.trigger_logprob()?;
+        tracing::debug!(
+            logprob,
+            threshold = CALL_OPENING_THRESHOLD,
+            "call-opening score"
+        );
+        Ok(logprob > CALL_OPENING_THRESHOLD)
+    }
+
     /// The grammar for a call to one of `tools`, cached by tool set.
     fn grammar_for(&mut self, format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
         let key = format!("{format:?}{}", serde_json::to_string(tools)?);
@@ -234,7 +361,11 @@ impl<'m> LlamaBackend<'m> {
     /// The sampler chain: the tool-call grammar first (whole reply for a
     /// forced choice, lazily from the trigger for `auto`), then penalties and
     /// the usual truncation, then greedy or seeded random choice.
-    fn sampler(&mut self, request: &GenerateRequest<'_>) -> Result<(LlamaSampler, bool)> {
+    fn sampler(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        force_call: bool,
+    ) -> Result<(LlamaSampler, bool)> {
         let format = self.template.tool_call_format();
         let mut chain = Vec::new();
         let mut constrained = false;
@@ -244,6 +375,10 @@ impl<'m> LlamaBackend<'m> {
             let bad = |e| Error::Internal(format!("llama.cpp rejected the tool-call grammar: {e}"));
             match request.tool_choice {
                 ToolChoice::Required | ToolChoice::Tool(_) => {
+                    chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
+                    constrained = true;
+                }
+                ToolChoice::Auto if force_call => {
                     chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
                     constrained = true;
                 }
@@ -287,38 +422,28 @@ impl Backend for LlamaBackend<'_> {
         cancel: &CancelToken,
     ) -> Result<Generation> {
         let started = Instant::now();
-        let prompt = self.template.render(request.messages, request.tools, true)?;
-        let tokens = self.tokenize(&prompt, true);
         let n_ctx = self.ctx.n_ctx() as usize;
-        if tokens.len() >= n_ctx {
-            return Err(Error::ContextOverflow(format!(
-                "the prompt has {} tokens but the context holds {n_ctx}",
-                tokens.len()
-            )));
-        }
-        if request.cache_hint.stable_prefix == 0 && !self.cached.is_empty() {
-            tracing::trace!("history changed at its start; the token diff decides what is reused");
-        }
-        let reused = self.reuse_prefix(&tokens);
         let mut generation = Generation {
             text: String::new(),
-            finish: FinishReason::Stop,
-            prompt_tokens: tokens.len() as u32,
-            cached_tokens: reused as u32,
+            finish: FinishReason::Cancelled,
+            prompt_tokens: 0,
+            cached_tokens: 0,
             completion_tokens: 0,
             time_to_first_token: Duration::ZERO,
             prompt_time: Duration::ZERO,
             generation_time: Duration::ZERO,
         };
-        if !self.decode_prompt(&tokens[reused..], cancel)? {
-            generation.finish = FinishReason::Cancelled;
-            generation.prompt_time = started.elapsed();
+        let prepared = self.prepare_prompt(request, cancel)?;
+        generation.prompt_time = started.elapsed();
+        let Some((prompt_tokens, reused)) = prepared else {
             generation.time_to_first_token = started.elapsed();
             return Ok(generation);
-        }
-        generation.prompt_time = started.elapsed();
+        };
+        generation.prompt_tokens = prompt_tokens as u32;
+        generation.cached_tokens = reused as u32;
 
-        let (mut sampler, constrained) = self.sampler(request)?;
+        let force_call = self.should_open_call(request)?;
+        let (mut sampler, constrained) = self.sampler(request, force_call)?;
         let mut limit = request.max_tokens.unwrap_or(u32::MAX);
         if constrained {
             limit = limit.min(MAX_CALL_TOKENS);
@@ -391,6 +516,13 @@ impl Backend for LlamaBackend<'_> {
     fn tool_call_format(&self) -> ToolCallFormat {
         self.template.tool_call_format()
     }
+}
+
+/// `log softmax(logits)[token]`.
+fn log_softmax_at(logits: &[f32], token: LlamaToken) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    logits[token.0 as usize] - max - sum.ln()
 }
 
 fn emit(text: &mut String, on_piece: &mut dyn FnMut(&str), out: &str) {

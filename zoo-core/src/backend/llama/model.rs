@@ -175,7 +175,9 @@ fn check_gguf_file(path: &Path) -> std::result::Result<(), String> {
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut magic))
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => format!("it is too short ({} bytes) to be a GGUF file", meta.len()),
+            std::io::ErrorKind::UnexpectedEof => {
+                format!("it is too short ({} bytes) to be a GGUF file", meta.len())
+            }
             _ => format!("cannot read it: {e}"),
         })?;
     if &magic != b"GGUF" {
@@ -190,7 +192,8 @@ fn check_gguf_file(path: &Path) -> std::result::Result<(), String> {
 fn read_metadata(model: &LlamaModel) -> ModelMetadata {
     let meta = |key: &str| model.meta_val_str(key).ok().filter(|v| !v.is_empty());
     let vocab = model.vocab();
-    let piece = |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
+    let piece =
+        |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
     ModelMetadata {
         chat_template: meta("tokenizer.chat_template"),
         architecture: meta("general.architecture"),

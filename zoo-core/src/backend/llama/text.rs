@@ -78,7 +78,12 @@ impl<'a> StopMatcher<'a> {
             return StopScan::Continue(text.to_string());
         }
         self.held.push_str(text);
-        if let Some(pos) = self.stops.iter().filter_map(|s| self.held.find(s.as_str())).min() {
+        if let Some(pos) = self
+            .stops
+            .iter()
+            .filter_map(|s| self.held.find(s.as_str()))
+            .min()
+        {
             let out = self.held[..pos].to_string();
             self.held.clear();
             return StopScan::Stop(out);
