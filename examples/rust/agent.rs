@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! scripts/fetch-models
-//! cargo run --example agent -- "What is 17 times 23?"
+//! cargo run --example agent -- "Multiply 17 by 23."
 //! ```
 
 use std::io::Write;
@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let question = args
         .next()
-        .unwrap_or_else(|| "What is 17 times 23?".to_string());
+        .unwrap_or_else(|| "Multiply 17 by 23.".to_string());
     let model_path = std::env::var("ZOO_MODEL").unwrap_or_else(|_| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -48,11 +48,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
 
     let config = Config::default()
-        .temperature(0.0)
+        .seed(42)
+        .repeat_penalty(1.1)
         .max_tokens(256)
-        .system_prompt(
-            "You are a helpful assistant. Use the tools for arithmetic and for the time.",
-        );
+        .system_prompt("You are a helpful assistant.");
     let agent = Agent::with_model(model, config)?;
     agent.register_tool(Tool::new(
         "calculator",
@@ -71,14 +70,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 args["a"].as_f64().unwrap_or(0.0),
                 args["b"].as_f64().unwrap_or(0.0),
             );
-            match args["op"].as_str() {
-                Some("add") => Ok(json!(a + b)),
-                Some("subtract") => Ok(json!(a - b)),
-                Some("multiply") => Ok(json!(a * b)),
-                Some("divide") if b != 0.0 => Ok(json!(a / b)),
-                Some("divide") => Err("division by zero".into()),
-                other => Err(format!("unknown operation {other:?}")),
-            }
+            let (value, sign) = match args["op"].as_str() {
+                Some("add") => (a + b, "+"),
+                Some("subtract") => (a - b, "-"),
+                Some("multiply") => (a * b, "*"),
+                Some("divide") if b != 0.0 => (a / b, "/"),
+                Some("divide") => return Err("division by zero".into()),
+                other => return Err(format!("unknown operation {other:?}")),
+            };
+            // A sentence, not a bare number: small models answer better
+            // when the result reads like the answer.
+            Ok(json!(format!("{a} {sign} {b} = {value}")))
         },
     )?);
     agent.register_fn("clock", "The current UTC time as HH:MM:SS", &[], || {

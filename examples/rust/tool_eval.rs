@@ -125,7 +125,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .threads(2);
     let mut backend = LlamaBackend::new(&model, &config)?;
     let tools = tools();
-    let system = Message::system("You are a helpful assistant.");
+    let system = Message::system(
+        std::env::var("ZOO_EVAL_SYSTEM").unwrap_or_else(|_| "You are a helpful assistant.".into()),
+    );
     let score = |prompt: &str, backend: &mut LlamaBackend| -> Result<f32, zoo_core::Error> {
         let messages = vec![system.clone(), Message::user(prompt)];
         let request = GenerateRequest {
@@ -138,6 +140,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         backend.call_opening_logprob(&request)
     };
+    let baseline = score("Hello.", &mut backend)?;
+    println!("baseline (\"Hello.\"): {baseline:.2}");
     let mut need = Vec::new();
     for (prompt, _) in NEEDS_TOOL {
         need.push(score(prompt, &mut backend)?);

@@ -359,7 +359,7 @@ impl<'m> LlamaBackend<'m> {
     }
 
     /// The sampler chain: the tool-call grammar first (whole reply for a
-    /// forced choice, lazily from the trigger for `auto`), then penalties and
+    /// forced call, lazily from the trigger for `auto`), then penalties and
     /// the usual truncation, then greedy or seeded random choice.
     fn sampler(
         &mut self,
@@ -390,6 +390,13 @@ impl<'m> LlamaBackend<'m> {
             }
         }
         let s = self.sampling;
+        // A reply constrained to a call is decoded greedily: arguments want
+        // the model's best guess, and sampling noise picks the wrong tool
+        // or operation far more often on small models.
+        if constrained || s.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+            return Ok((LlamaSampler::chain_simple(chain), constrained));
+        }
         if s.repeat_penalty != 1.0 {
             chain.push(LlamaSampler::penalties(
                 self.model.llama.n_vocab(),
@@ -399,17 +406,13 @@ impl<'m> LlamaBackend<'m> {
                 0.0,
             ));
         }
-        if s.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            if s.top_k > 0 {
-                chain.push(LlamaSampler::top_k(s.top_k as i32));
-            }
-            chain.push(LlamaSampler::top_p(s.top_p, 1));
-            chain.push(LlamaSampler::min_p(s.min_p, 1));
-            chain.push(LlamaSampler::temp(s.temperature));
-            chain.push(LlamaSampler::dist(s.seed));
+        if s.top_k > 0 {
+            chain.push(LlamaSampler::top_k(s.top_k as i32));
         }
+        chain.push(LlamaSampler::top_p(s.top_p, 1));
+        chain.push(LlamaSampler::min_p(s.min_p, 1));
+        chain.push(LlamaSampler::temp(s.temperature));
+        chain.push(LlamaSampler::dist(s.seed));
         Ok((LlamaSampler::chain_simple(chain), constrained))
     }
 }
