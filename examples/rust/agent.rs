@@ -83,12 +83,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(json!(format!("{a} {sign} {b} = {value}")))
         },
     )?);
-    agent.register_fn("clock", "The current UTC time as HH:MM:SS", &[], || {
+    agent.register_fn("clock", "The current time (UTC)", &[], || {
         let secs = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         format!(
-            "{:02}:{:02}:{:02} UTC",
+            "It is {:02}:{:02}:{:02} UTC.",
             secs / 3600 % 24,
             secs / 60 % 60,
             secs % 60
