@@ -268,7 +268,10 @@ impl Agent {
         done.wait()
     }
 
-    fn on_inference_thread(&self) -> bool {
+    /// Whether the calling thread is this agent's inference thread (that
+    /// is, the caller is one of its callbacks or tool handlers), where
+    /// blocking on the agent would wait for itself.
+    pub fn on_inference_thread(&self) -> bool {
         *self.shared.worker_thread.lock() == Some(std::thread::current().id())
     }
 

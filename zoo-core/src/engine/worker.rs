@@ -174,6 +174,9 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
         callbacks,
         &cancel,
     );
+    // The token and event callbacks (and whatever they own) go before the
+    // handle resolves, so a caller woken by the result sees them released.
+    drop(options);
 
     publish(shared, history);
     {

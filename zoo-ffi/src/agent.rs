@@ -1,0 +1,202 @@
+//! `zoo_agent`: create and free agents, the system prompt, the history and
+//! stopping a chat.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use zoo_core::{Agent, Config, Error, Message, MockBackend, MockReply};
+
+use crate::boundary::{
+    guard, guard_void, handle_arg, into_c_string, opt_str_arg, out_arg, str_arg,
+};
+use crate::model::zoo_model;
+use crate::status::zoo_status;
+
+/// An agent with its own inference thread, context and history. Every
+/// function taking a `zoo_agent *` may be called from any thread.
+pub struct zoo_agent {
+    pub(crate) agent: Agent,
+}
+
+fn config_arg(config_json: *const c_char) -> Result<Config, Error> {
+    match opt_str_arg(config_json, "config_json")? {
+        None => Ok(Config::default()),
+        Some(json) => Config::from_json(json),
+    }
+}
+
+fn boxed(agent: Agent) -> *mut zoo_agent {
+    Box::into_raw(Box::new(zoo_agent { agent }))
+}
+
+/// Creates an agent from a JSON config (the keys of the README, e.g.
+/// `{"model_path": "model.gguf", "temperature": 0}`), loading its model.
+///
+/// Returns `ZOO_INVALID_JSON`, `ZOO_INVALID_CONFIG` (the message names the
+/// key), `ZOO_MODEL_LOAD_FAILED` or `ZOO_INVALID_ARGUMENT`. Blocks while the
+/// model loads. Free the agent with `zoo_agent_free`.
+#[no_mangle]
+pub extern "C" fn zoo_agent_create(
+    config_json: *const c_char,
+    out_agent: *mut *mut zoo_agent,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_agent, "out_agent")?;
+        let config = Config::from_json(str_arg(config_json, "config_json")?)?;
+        out.write(boxed(Agent::create(config)?));
+        Ok(())
+    })
+}
+
+/// Creates an agent on a model loaded with `zoo_model_load`; `config_json`
+/// may be NULL for the defaults (its `model_path` is ignored). The agent
+/// shares the model's weights and has its own context.
+#[no_mangle]
+pub extern "C" fn zoo_agent_create_with_model(
+    model: *const zoo_model,
+    config_json: *const c_char,
+    out_agent: *mut *mut zoo_agent,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_agent, "out_agent")?;
+        let model = handle_arg(model, "model")?;
+        let config = config_arg(config_json)?;
+        out.write(boxed(Agent::with_model(model.model.clone(), config)?));
+        Ok(())
+    })
+}
+
+/// Creates an agent on a scripted mock model, for testing code that uses
+/// libzoo without a model file. `replies_json` is a JSON array whose items
+/// are the model's replies in order: a string is streamed word by word (write
+/// a tool call as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`);
+/// `{"error": "message"}` makes that reply fail with `ZOO_INFERENCE_FAILED`.
+/// After the script, the mock echoes `echo: <user message>`. Each streamed
+/// word waits `piece_delay_ms` first.
+#[no_mangle]
+pub extern "C" fn zoo_agent_create_mock(
+    config_json: *const c_char,
+    replies_json: *const c_char,
+    piece_delay_ms: u32,
+    out_agent: *mut *mut zoo_agent,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_agent, "out_agent")?;
+        let config = config_arg(config_json)?;
+        let replies: Vec<serde_json::Value> = match opt_str_arg(replies_json, "replies_json")? {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(json).map_err(|e| {
+                Error::InvalidJson(format!("replies_json must be a JSON array: {e}"))
+            })?,
+        };
+        let script = replies
+            .into_iter()
+            .map(|reply| match reply {
+                serde_json::Value::String(text) => Ok(MockReply::text(text)),
+                serde_json::Value::Object(map) => match map.get("error").and_then(|e| e.as_str()) {
+                    Some(message) => Ok(MockReply::Fail(Error::InferenceFailed(message.into()))),
+                    None => Err(Error::InvalidJson(
+                        "a reply object needs an \"error\" string".into(),
+                    )),
+                },
+                other => Err(Error::InvalidJson(format!(
+                    "a reply must be a string or {{\"error\": ...}}, got {other}"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mock = MockBackend::with_script(script);
+        mock.set_piece_delay(Duration::from_millis(u64::from(piece_delay_ms)));
+        out.write(boxed(Agent::with_backend(mock, config)?));
+        Ok(())
+    })
+}
+
+/// Frees an agent: cancels its running chat, fails its queued chats with
+/// `ZOO_AGENT_NOT_RUNNING`, joins its thread and releases its tools (running
+/// their `free_user_data`). Safe while a chat runs, and from inside one of
+/// the agent's own callbacks (the thread then ends by itself right after).
+/// NULL is ignored.
+#[no_mangle]
+pub extern "C" fn zoo_agent_free(agent: *mut zoo_agent) {
+    guard_void(|| {
+        if !agent.is_null() {
+            // SAFETY: a handle from a zoo_agent_create* function, freed once.
+            drop(unsafe { Box::from_raw(agent) });
+        }
+    });
+}
+
+/// Sets the system prompt; NULL removes it. Applies after the chats queued
+/// before it (waits for them, unless called from a callback).
+#[no_mangle]
+pub extern "C" fn zoo_agent_set_system_prompt(
+    agent: *const zoo_agent,
+    prompt: *const c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let agent = handle_arg(agent, "agent")?;
+        let prompt = opt_str_arg(prompt, "prompt")?.map(str::to_string);
+        agent.agent.set_system_prompt(prompt)
+    })
+}
+
+/// Cancels the chat in flight (queued chats still run); it ends as
+/// `cancelled` within about 100 ms. Returns `ZOO_INVALID_ARGUMENT` for NULL.
+#[no_mangle]
+pub extern "C" fn zoo_agent_stop(agent: *const zoo_agent) -> zoo_status {
+    guard(std::ptr::null_mut(), || {
+        handle_arg(agent, "agent")?.agent.stop();
+        Ok(())
+    })
+}
+
+/// The conversation as a JSON array of messages (`role`, `content`, and
+/// `tool_calls`, `tool_call_id`, `name`, `is_error` where present), system
+/// prompt first. `*out_json` is freed with `zoo_string_free`.
+#[no_mangle]
+pub extern "C" fn zoo_agent_history_json(
+    agent: *const zoo_agent,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_json, "out_json")?;
+        let agent = handle_arg(agent, "agent")?;
+        let json = serde_json::to_string(&agent.agent.history())?;
+        out.write(into_c_string(json));
+        Ok(())
+    })
+}
+
+/// Replaces the conversation with a JSON array of messages, as returned by
+/// `zoo_agent_history_json` (to restore a saved chat). Role order is
+/// checked (`ZOO_INVALID_MESSAGE_SEQUENCE`); on error nothing changes.
+#[no_mangle]
+pub extern "C" fn zoo_agent_set_history_json(
+    agent: *const zoo_agent,
+    history_json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let agent = handle_arg(agent, "agent")?;
+        let messages: Vec<Message> =
+            serde_json::from_str(str_arg(history_json, "history_json")?)
+                .map_err(|e| Error::InvalidJson(format!("history_json: {e}")))?;
+        agent.agent.set_history(messages)
+    })
+}
+
+/// Forgets the conversation, keeping the system prompt.
+#[no_mangle]
+pub extern "C" fn zoo_agent_clear_history(
+    agent: *const zoo_agent,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        handle_arg(agent, "agent")?.agent.clear_history()
+    })
+}

@@ -1,0 +1,161 @@
+//! `zoo_model`: a GGUF model loaded once and shared by several agents.
+
+use std::ffi::{c_char, c_void};
+
+use serde::Deserialize;
+use zoo_core::{Error, Model, ModelParams};
+
+use crate::boundary::{guard, guard_void, handle_arg, opt_str_arg, out_arg, str_arg};
+use crate::status::zoo_status;
+
+/// A loaded model. Free it with `zoo_model_free`; agents created from it
+/// keep the weights alive until they are freed too.
+pub struct zoo_model {
+    pub(crate) model: Model,
+}
+
+/// Load progress from 0.0 to 1.0, called on the loading thread. Return
+/// false to cancel the load (`ZOO_CANCELLED`).
+pub type zoo_progress_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, progress: f32) -> bool>;
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ParamsJson {
+    gpu_layers: i32,
+    use_mmap: bool,
+}
+
+impl Default for ParamsJson {
+    fn default() -> Self {
+        let p = ModelParams::default();
+        ParamsJson {
+            gpu_layers: p.gpu_layers,
+            use_mmap: p.use_mmap,
+        }
+    }
+}
+
+fn parse_params(json: Option<&str>) -> Result<ModelParams, Error> {
+    let params: ParamsJson = match json {
+        None => ParamsJson::default(),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| Error::InvalidJson(format!("model params: {e}")))?,
+    };
+    if params.gpu_layers < -1 {
+        return Err(Error::config(
+            "gpu_layers",
+            format!("must be -1 (all) or more, got {}", params.gpu_layers),
+        ));
+    }
+    Ok(ModelParams {
+        gpu_layers: params.gpu_layers,
+        use_mmap: params.use_mmap,
+    })
+}
+
+/// Loads a GGUF model.
+///
+/// `params_json` may be NULL or a JSON object with `gpu_layers` (default 0;
+/// -1 offloads all) and `use_mmap` (default true). On success `*out_model`
+/// receives a handle to free with `zoo_model_free`.
+///
+/// Returns `ZOO_MODEL_LOAD_FAILED` with a message naming the path and the
+/// reason (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON` or
+/// `ZOO_INVALID_CONFIG` for bad params, `ZOO_INVALID_ARGUMENT` for NULL or
+/// non-UTF-8 arguments. Blocks while loading; call it from any thread.
+#[no_mangle]
+pub extern "C" fn zoo_model_load(
+    path: *const c_char,
+    params_json: *const c_char,
+    out_model: *mut *mut zoo_model,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    zoo_model_load_with_progress(
+        path,
+        params_json,
+        None,
+        std::ptr::null_mut(),
+        out_model,
+        out_error,
+    )
+}
+
+/// Like `zoo_model_load`, reporting progress to `progress` (may be NULL)
+/// with `user_data`, on the calling thread, before this function returns.
+#[no_mangle]
+pub extern "C" fn zoo_model_load_with_progress(
+    path: *const c_char,
+    params_json: *const c_char,
+    progress: zoo_progress_fn,
+    user_data: *mut c_void,
+    out_model: *mut *mut zoo_model,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_model, "out_model")?;
+        let path = str_arg(path, "path")?;
+        let params = parse_params(opt_str_arg(params_json, "params_json")?)?;
+        let user_data = SendPtr(user_data);
+        let model = Model::load_with_progress(path, params, move |fraction| match progress {
+            // SAFETY: the caller's callback and user_data, called on the
+            // caller's own thread during this call, as documented.
+            Some(callback) => unsafe { callback(user_data.get(), fraction) },
+            None => true,
+        })?;
+        out.write(Box::into_raw(Box::new(zoo_model { model })));
+        Ok(())
+    })
+}
+
+/// Frees a model handle. Agents created from it keep working. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn zoo_model_free(model: *mut zoo_model) {
+    guard_void(|| {
+        if !model.is_null() {
+            // SAFETY: a handle from `zoo_model_load`, freed at most once.
+            drop(unsafe { Box::from_raw(model) });
+        }
+    });
+}
+
+/// The model's GGUF metadata as JSON (`chat_template`, `architecture`,
+/// `name`, `special`). `*out_json` is freed with `zoo_string_free`.
+#[no_mangle]
+pub extern "C" fn zoo_model_metadata_json(
+    model: *const zoo_model,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_json, "out_json")?;
+        let model = handle_arg(model, "model")?;
+        let meta = model.model.metadata();
+        let json = serde_json::json!({
+            "chat_template": meta.chat_template,
+            "architecture": meta.architecture,
+            "name": meta.name,
+            "special": {"bos": meta.special.bos, "eos": meta.special.eos},
+        });
+        out.write(crate::boundary::into_c_string(json.to_string()));
+        Ok(())
+    })
+}
+
+/// A raw pointer the caller promised may be used where we use it.
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr(pub(crate) *mut c_void);
+
+impl SendPtr {
+    /// The pointer (a method, so closures capture the whole `SendPtr`).
+    pub(crate) fn get(self) -> *mut c_void {
+        self.0
+    }
+}
+
+// SAFETY: zoo.h makes the caller responsible for `user_data` being usable
+// from the threads the documentation names (the inference thread for chat
+// callbacks and tools); Rust never dereferences it.
+unsafe impl Send for SendPtr {}
+// SAFETY: as above; the pointer is only passed back to the caller's callbacks.
+unsafe impl Sync for SendPtr {}

@@ -1,0 +1,187 @@
+//! Tools written in C: a handler with `user_data`, and the setters through
+//! which it returns a result or an error (so no memory crosses allocators).
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
+
+use serde_json::Value;
+use zoo_core::{Error, Tool};
+
+use crate::agent::zoo_agent;
+use crate::boundary::{guard, handle_arg, str_arg, FfiResult};
+use crate::model::SendPtr;
+use crate::status::zoo_status;
+
+/// Frees a `user_data`. Runs exactly once, on whichever thread releases the
+/// last reference (possibly the inference thread).
+pub type zoo_free_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// A tool handler. Runs on the agent's inference thread. `arguments_json`
+/// (`arguments_len` bytes, also NUL-terminated) is a JSON object already
+/// validated against the tool's schema, valid only during the call. Report
+/// the outcome with `zoo_tool_result_set_json` or `zoo_tool_result_set_error`
+/// before returning; `result` is valid only during the call.
+pub type zoo_tool_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        arguments_json: *const c_char,
+        arguments_len: usize,
+        result: *mut zoo_tool_result,
+    ),
+>;
+
+/// Where a tool handler puts its outcome (opaque; only valid during the call).
+pub struct zoo_tool_result {
+    outcome: Option<Result<Value, String>>,
+}
+
+/// A caller's `user_data` with its finalizer: the finalizer runs when the
+/// last owner lets go, exactly once.
+pub(crate) struct UserData {
+    ptr: SendPtr,
+    free: zoo_free_fn,
+}
+
+impl UserData {
+    pub(crate) fn new(ptr: *mut c_void, free: zoo_free_fn) -> Arc<Self> {
+        Arc::new(UserData {
+            ptr: SendPtr(ptr),
+            free,
+        })
+    }
+
+    pub(crate) fn ptr(&self) -> *mut c_void {
+        self.ptr.get()
+    }
+}
+
+impl Drop for UserData {
+    fn drop(&mut self) {
+        if let Some(free) = self.free {
+            // SAFETY: the caller's finalizer for its own user_data, called
+            // once (this value is dropped once), as zoo.h documents.
+            unsafe { free(self.ptr.get()) };
+        }
+    }
+}
+
+/// Registers a tool written in C (replacing one of the same name).
+///
+/// `name` must match `^[A-Za-z0-9_-]{1,64}$`; `schema_json` is the JSON
+/// schema of the arguments object. `handler` runs on the inference thread
+/// with `user_data`. `free_user_data` (may be NULL) runs exactly once: when
+/// the tool is replaced or unregistered and no call is running, when the
+/// agent is freed, or right away if registration fails.
+///
+/// Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or handler, bad name),
+/// `ZOO_INVALID_JSON` (schema is not JSON) or `ZOO_TOOL_VALIDATION_FAILED`
+/// (schema is not a valid JSON schema of an object).
+#[no_mangle]
+pub extern "C" fn zoo_agent_register_tool(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    description: *const c_char,
+    schema_json: *const c_char,
+    handler: zoo_tool_fn,
+    user_data: *mut c_void,
+    free_user_data: zoo_free_fn,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    // Owned from the first line, so every early return releases it.
+    let data = UserData::new(user_data, free_user_data);
+    guard(out_error, move || {
+        let agent = handle_arg(agent, "agent")?;
+        let name = str_arg(name, "name")?;
+        let description = str_arg(description, "description")?;
+        let schema: Value = serde_json::from_str(str_arg(schema_json, "schema_json")?)
+            .map_err(|e| Error::InvalidJson(format!("schema_json: {e}")))?;
+        let handler = handler.ok_or_else(|| Error::InvalidArgument("`handler` is NULL".into()))?;
+        let tool = Tool::new(name, description, schema, move |arguments| {
+            call_handler(handler, &data, &arguments)
+        })?;
+        agent.agent.register_tool(tool);
+        Ok(())
+    })
+}
+
+fn call_handler(
+    handler: unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut zoo_tool_result),
+    data: &UserData,
+    arguments: &Value,
+) -> Result<Value, String> {
+    let json = arguments.to_string();
+    let len = json.len();
+    // JSON text from serde never holds a raw NUL (it would be escaped).
+    let json = CString::new(json).map_err(|e| e.to_string())?;
+    let mut result = zoo_tool_result { outcome: None };
+    // SAFETY: the caller's handler with its own user_data; the arguments and
+    // the result slot live until it returns, as documented.
+    unsafe { handler(data.ptr(), json.as_ptr(), len, &mut result) };
+    result
+        .outcome
+        .unwrap_or_else(|| Err("the tool handler returned without setting a result".into()))
+}
+
+/// Removes a tool. `*out_removed` (may be NULL) tells whether it existed.
+#[no_mangle]
+pub extern "C" fn zoo_agent_unregister_tool(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    out_removed: *mut bool,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let agent = handle_arg(agent, "agent")?;
+        let removed = agent.agent.unregister_tool(str_arg(name, "name")?);
+        if !out_removed.is_null() {
+            // SAFETY: non-NULL, pointing to the caller's bool.
+            unsafe { *out_removed = removed };
+        }
+        Ok(())
+    })
+}
+
+fn set_outcome(
+    result: *mut zoo_tool_result,
+    outcome: FfiResult<Result<Value, String>>,
+) -> FfiResult<()> {
+    // SAFETY: NULL is rejected; otherwise it is the slot passed to the
+    // running handler, valid for the duration of that call.
+    let slot = unsafe { result.as_mut() }
+        .ok_or_else(|| Error::InvalidArgument("`result` is NULL".into()))?;
+    slot.outcome = Some(outcome?);
+    Ok(())
+}
+
+/// Sets the tool's result to a JSON value (`json` must be valid JSON; a
+/// plain string result is written as a JSON string, e.g. "\"sunny\"").
+/// Call from inside the handler; a later call replaces an earlier one.
+/// Returns `ZOO_INVALID_JSON` if `json` does not parse (the result is unset).
+#[no_mangle]
+pub extern "C" fn zoo_tool_result_set_json(
+    result: *mut zoo_tool_result,
+    json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let value = str_arg(json, "json").and_then(|text| {
+            serde_json::from_str::<Value>(text)
+                .map_err(|e| Error::InvalidJson(format!("tool result: {e}")))
+        });
+        set_outcome(result, value.map(Ok))
+    })
+}
+
+/// Reports that the tool failed with `message`. The model is told, and may
+/// correct its call; the chat goes on.
+#[no_mangle]
+pub extern "C" fn zoo_tool_result_set_error(
+    result: *mut zoo_tool_result,
+    message: *const c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let message = str_arg(message, "message").map(|m| Err(m.to_string()));
+        set_outcome(result, message)
+    })
+}
