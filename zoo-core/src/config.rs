@@ -3,6 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
+use crate::template::TemplateFamily;
 
 /// Which chat template renders the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -10,63 +11,42 @@ pub enum TemplateChoice {
     /// The GGUF's own template, else a family detected from metadata, else ChatML.
     #[default]
     Auto,
-    /// `<|im_start|>role\n…<|im_end|>` (Qwen, SmolLM, Hermes).
-    Chatml,
-    /// Llama 3.x header tokens.
-    Llama3,
-    /// Llama 2 `[INST] <<SYS>>`.
-    Llama2,
-    /// Mistral `[INST]` without a system block.
-    Mistral,
-    /// Phi-3 `<|user|>…<|end|>`.
-    Phi3,
-    /// Gemma `<start_of_turn>`.
-    Gemma,
-    /// Messages joined as plain text, for base models.
-    Raw,
+    /// A built-in template (`chatml`, `llama3`, `llama2`, `mistral`, `phi3`,
+    /// `gemma`, `raw`), whatever the model's metadata says.
+    Builtin(TemplateFamily),
     /// A Jinja source written by the user.
     Custom(String),
 }
 
 impl TemplateChoice {
-    /// Parses a config value: a built-in name, or a Jinja source (which must
-    /// contain `{{` or `{%`, so that a misspelt name is an error, not a template).
+    /// Parses a config value: `auto`, a built-in name, or a Jinja source
+    /// (which must contain `{{` or `{%`, so that a misspelt name is an error,
+    /// not a template).
     pub fn parse(value: &str) -> Result<Self> {
-        Ok(match value {
-            "auto" => Self::Auto,
-            "chatml" => Self::Chatml,
-            "llama3" => Self::Llama3,
-            "llama2" => Self::Llama2,
-            "mistral" => Self::Mistral,
-            "phi3" => Self::Phi3,
-            "gemma" => Self::Gemma,
-            "raw" => Self::Raw,
-            other if other.contains("{{") || other.contains("{%") => {
-                Self::Custom(other.to_string())
-            }
-            other => {
-                return Err(Error::config(
-                    "template",
-                    format!(
-                        "unknown template `{other}`; expected auto, chatml, llama3, llama2, \
-                         mistral, phi3, gemma, raw or a Jinja source"
-                    ),
-                ))
-            }
-        })
+        if value == "auto" {
+            return Ok(Self::Auto);
+        }
+        if let Some(family) = TemplateFamily::ALL.into_iter().find(|f| f.name() == value) {
+            return Ok(Self::Builtin(family));
+        }
+        if value.contains("{{") || value.contains("{%") {
+            return Ok(Self::Custom(value.to_string()));
+        }
+        let names: Vec<&str> = TemplateFamily::ALL.iter().map(|f| f.name()).collect();
+        Err(Error::config(
+            "template",
+            format!(
+                "unknown template `{value}`; expected auto, {} or a Jinja source",
+                names.join(", ")
+            ),
+        ))
     }
 
     /// The config value for this choice.
     pub fn as_str(&self) -> &str {
         match self {
             Self::Auto => "auto",
-            Self::Chatml => "chatml",
-            Self::Llama3 => "llama3",
-            Self::Llama2 => "llama2",
-            Self::Mistral => "mistral",
-            Self::Phi3 => "phi3",
-            Self::Gemma => "gemma",
-            Self::Raw => "raw",
+            Self::Builtin(family) => family.name(),
             Self::Custom(source) => source,
         }
     }
@@ -379,7 +359,7 @@ mod tests {
         let c = Config::from_json(r#"{"model_path":"m.gguf","temperature":0,"tool_choice":"required","template":"chatml"}"#).unwrap();
         assert_eq!(c.temperature, 0.0);
         assert_eq!(c.tool_choice, ToolChoice::Required);
-        assert_eq!(c.template, TemplateChoice::Chatml);
+        assert_eq!(c.template, TemplateChoice::Builtin(TemplateFamily::Chatml));
 
         let e = Config::from_json(r#"{"temprature":0.1}"#).unwrap_err();
         assert!(

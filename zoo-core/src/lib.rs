@@ -32,5 +32,6 @@ pub use error::{Error, ErrorCode, Result};
 pub use event::AgentEvent;
 pub use message::{Message, Role, ToolCall};
 pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+pub use template::TemplateFamily;
 pub use tools::registry::{Tool, ToolRegistry, ToolResult};
 pub use tools::ToolDefinition;

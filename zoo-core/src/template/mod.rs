@@ -166,13 +166,7 @@ impl ChatTemplate {
         let family = match choice {
             TemplateChoice::Auto => return Ok(Self::auto(metadata)),
             TemplateChoice::Custom(source) => return Self::from_jinja(source, special),
-            TemplateChoice::Chatml => TemplateFamily::Chatml,
-            TemplateChoice::Llama3 => TemplateFamily::Llama3,
-            TemplateChoice::Llama2 => TemplateFamily::Llama2,
-            TemplateChoice::Mistral => TemplateFamily::Mistral,
-            TemplateChoice::Phi3 => TemplateFamily::Phi3,
-            TemplateChoice::Gemma => TemplateFamily::Gemma,
-            TemplateChoice::Raw => TemplateFamily::Raw,
+            TemplateChoice::Builtin(family) => *family,
         };
         Ok(Self::builtin(family, special))
     }

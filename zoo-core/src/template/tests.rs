@@ -191,7 +191,8 @@ fn te_004_config_override_wins_over_metadata() {
         name: Some("Qwen2.5 0.5B Instruct".into()),
         special: special("<|begin_of_text|>", "<|eot_id|>"),
     };
-    let template = ChatTemplate::resolve(&TemplateChoice::Llama3, &metadata).unwrap();
+    let template =
+        ChatTemplate::resolve(&TemplateChoice::Builtin(TemplateFamily::Llama3), &metadata).unwrap();
     assert_eq!(template.origin(), "builtin:llama3");
     assert_eq!(template.family(), TemplateFamily::Llama3);
     assert_eq!(

@@ -14,6 +14,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::validate::kind_of;
+
 /// One call found in the output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedCall {
@@ -417,7 +419,7 @@ fn bare_readings(value: &Value) -> Option<Vec<Reading>> {
 /// why the value is not a call.
 fn call_shape(value: &Value) -> Result<(&str, Option<&Value>), String> {
     let Value::Object(object) = value else {
-        return Err(format!("is {}, not a JSON object", describe(value)));
+        return Err(format!("is {}, not a JSON object", kind_of(value)));
     };
     let call = match object.get("function") {
         Some(Value::Object(function)) => function,
@@ -429,7 +431,7 @@ fn call_shape(value: &Value) -> Result<(&str, Option<&Value>), String> {
         Some(Value::String(_)) => Err("has an empty \"name\"".to_string()),
         Some(other) => Err(format!(
             "has a \"name\" that is {}, not a string",
-            describe(other)
+            kind_of(other)
         )),
         None => Err("has no \"name\"".to_string()),
     }
@@ -446,10 +448,10 @@ fn build_call(name: &str, arguments: Option<&Value>, source: &Value) -> Reading 
         Some(Value::String(s)) if s.trim().is_empty() => Ok(empty()),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
             Ok(object @ Value::Object(_)) => Ok(object),
-            Ok(other) => Err(format!("a string holding {}", describe(&other))),
+            Ok(other) => Err(format!("a string holding {}", kind_of(&other))),
             Err(e) => Err(format!("a string that is not a JSON object ({e})")),
         },
-        Some(other) => Err(describe(other).to_string()),
+        Some(other) => Err(kind_of(other).to_string()),
     };
     match decoded {
         Ok(arguments) => Ok(ParsedCall {
@@ -480,17 +482,6 @@ fn recover_name(fragment: &str) -> Option<String> {
         .captures(fragment)
         .and_then(|c| c.get(1))
         .map(|m| m.as_str().to_string())
-}
-
-fn describe(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn skip_whitespace(text: &str, pos: usize) -> usize {

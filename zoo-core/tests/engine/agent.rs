@@ -14,8 +14,11 @@ use super::{agent_on, weather_tool};
 #[test]
 fn ag_001_engine_overhead_under_10ms_p99() {
     // Zero-latency mock: everything measured is the engine's own work for a
-    // chat with one tool call and a final reply. `cargo bench` has the
+    // chat with one tool call and a final reply, from the inference thread's
+    // start of the turn to the response (`metrics.total_ms`), so queue
+    // wake-ups on a loaded machine do not count. `cargo bench` has the
     // precise figure; this guards the TRD's bound.
+    let _timing = super::timing_lock();
     let mock = MockBackend::new();
     let agent = agent_on(&mock);
     agent.register_tool(weather_tool());
@@ -125,6 +128,7 @@ fn ag_006_valid_config_gives_an_idle_agent() {
 
 #[test]
 fn ag_007_dropping_mid_request_shuts_down_cleanly() {
+    let _timing = super::timing_lock();
     let mock = MockBackend::with_script([MockReply::text(vec!["word"; 1000].join(" "))]);
     mock.set_piece_delay(Duration::from_millis(10));
     let handler_data = Arc::new(());
@@ -202,6 +206,7 @@ fn registering_during_a_chat_is_seen_by_its_next_iteration() {
 
 #[test]
 fn stress_8_threads_250_chats_each_every_response_once() {
+    let _timing = super::timing_lock();
     let mock = MockBackend::new();
     let agent = Arc::new(agent_on(&mock));
     let delivered = Arc::new(AtomicUsize::new(0));

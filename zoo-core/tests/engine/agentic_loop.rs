@@ -10,6 +10,7 @@ use super::{agent_on, weather_tool};
 
 #[test]
 fn ta_001_chat_returns_a_handle_immediately() {
+    let _timing = super::timing_lock();
     let mock = MockBackend::with_script([MockReply::text("slow reply with several words")]);
     mock.set_piece_delay(Duration::from_millis(50));
     let agent = agent_on(&mock);
@@ -204,6 +205,7 @@ fn ta_007_several_tools_execute_in_order() {
 
 #[test]
 fn ta_008_stop_aborts_inference_within_100ms() {
+    let _timing = super::timing_lock();
     let long = (0..500)
         .map(|i| format!("w{i}"))
         .collect::<Vec<_>>()

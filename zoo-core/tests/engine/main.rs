@@ -12,6 +12,13 @@ mod tool_registry;
 use serde_json::json;
 use zoo_core::{Agent, Config, MockBackend, Tool};
 
+/// Tests that measure time (and the stress test, which loads both cores)
+/// take this lock, so they do not run beside each other.
+pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// An agent on `mock` with the default config.
 pub fn agent_on(mock: &MockBackend) -> Agent {
     Agent::with_backend(mock.clone(), Config::default()).expect("agent starts")
