@@ -47,6 +47,8 @@ pub enum AgentState {
 pub struct Agent {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// Completed when the inference thread has finished its last job.
+    finished: Arc<Completion<()>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -108,21 +110,25 @@ impl Agent {
             ready: ready.clone(),
         };
         let thread_shared = shared.clone();
+        let finished = Completion::new();
+        let thread_finished = finished.clone();
         let thread = std::thread::Builder::new()
             .name("zoo-inference".into())
             .spawn(move || {
                 *thread_shared.worker_thread.lock() = Some(std::thread::current().id());
                 body(startup);
+                thread_finished.complete(());
             })
             .map_err(|e| Error::Internal(format!("cannot start the inference thread: {e}")))?;
         let mut agent = Agent {
             shared,
             thread: Some(thread),
+            finished,
         };
         match ready.wait() {
             Ok(()) => Ok(agent),
             Err(error) => {
-                agent.shutdown();
+                agent.shutdown(None);
                 Err(error)
             }
         }
@@ -280,7 +286,16 @@ impl Agent {
         CancelToken::new()
     }
 
-    fn shutdown(&mut self) {
+    /// Shuts the agent down like dropping it, but waits at most `timeout`
+    /// for the inference thread (a tool handler may be stuck in user code).
+    /// Returns whether the thread finished; if not, it is left to end by
+    /// itself once its current call returns. Used by bindings at
+    /// interpreter exit, where an unbounded join could hang the process.
+    pub fn close_within(mut self, timeout: std::time::Duration) -> bool {
+        self.shutdown(Some(timeout))
+    }
+
+    fn shutdown(&mut self, timeout: Option<std::time::Duration>) -> bool {
         let pending = self.shared.queue.close();
         for job in pending {
             job.abandon(Error::AgentNotRunning("the agent was dropped".into()));
@@ -292,18 +307,27 @@ impl Agent {
             }
             status.state = AgentState::Terminated;
         }
-        if let Some(thread) = self.thread.take() {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
+        let Some(thread) = self.thread.take() else {
+            return true;
+        };
+        if thread.thread().id() == std::thread::current().id() {
             // Dropped from one of its own callbacks: the thread sees the
             // closed queue after this chat and ends by itself.
+            return false;
         }
+        let done = match timeout {
+            None => true,
+            Some(limit) => self.finished.wait_timeout(limit).is_some(),
+        };
+        if done {
+            let _ = thread.join();
+        }
+        done
     }
 }
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        self.shutdown();
+        self.shutdown(None);
     }
 }

@@ -243,3 +243,39 @@ fn stress_8_threads_250_chats_each_every_response_once() {
     assert_eq!(mock.calls().len(), 2000);
     assert_eq!(agent.queue_depth(), 0);
 }
+
+#[test]
+fn close_within_bounds_the_wait_for_a_stuck_tool() {
+    let mock = MockBackend::with_script([MockReply::tool_call("stuck", json!({}))]);
+    let agent = agent_on(&mock);
+    let release = Arc::new(std::sync::Barrier::new(2));
+    let tool_release = release.clone();
+    agent.register_tool(
+        Tool::new("stuck", "", json!({"type": "object"}), move |_| {
+            tool_release.wait();
+            Ok(json!("late"))
+        })
+        .unwrap(),
+    );
+    let handle = agent.chat("go", ChatOptions::new());
+    while agent.state() != AgentState::Processing {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let started = Instant::now();
+    assert!(
+        !agent.close_within(Duration::from_millis(100)),
+        "the tool is still running"
+    );
+    assert!(started.elapsed() < Duration::from_millis(500));
+    release.wait();
+    // The detached thread finishes the chat by itself.
+    let response = handle
+        .wait_timeout(Duration::from_secs(5))
+        .expect("chat ends")
+        .unwrap();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+
+    let idle = agent_on(&MockBackend::new());
+    assert!(idle.close_within(Duration::from_secs(5)));
+}
