@@ -1,0 +1,427 @@
+//! `NativeAgent` and `NativeChat`: the agent, its tools and its chats.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use serde_json::Value;
+use zoo_core::{
+    Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, MockBackend, MockReply,
+    Tool, ToolChoice,
+};
+
+use crate::errors::{to_py, IntoPy};
+use crate::model::NativeModel;
+use crate::thread_state;
+
+/// How often a blocking wait wakes to let Ctrl-C (and other signals) in.
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
+/// An agent (wrapped by `zoo_keeper.Agent`).
+#[pyclass(module = "zoo_keeper._native", frozen)]
+pub struct NativeAgent {
+    agent: Mutex<Option<Arc<Agent>>>,
+}
+
+/// The first exception raised by a chat's Python callback; it stops the
+/// chat and is raised again in the caller.
+#[derive(Clone, Default)]
+struct CallbackError(Arc<Mutex<Option<PyErr>>>);
+
+impl CallbackError {
+    fn record(&self, error: PyErr, cancel: &CancelToken) {
+        self.0.lock().get_or_insert(error);
+        cancel.cancel();
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.lock().is_some()
+    }
+
+    fn take(&self) -> Option<PyErr> {
+        self.0.lock().take()
+    }
+}
+
+impl NativeAgent {
+    fn agent(&self) -> PyResult<Arc<Agent>> {
+        self.agent
+            .lock()
+            .clone()
+            .ok_or_else(|| to_py(Error::AgentNotRunning("the agent is closed".into())))
+    }
+
+    /// Builds core options; Python callbacks run on the inference thread.
+    #[allow(clippy::too_many_arguments)]
+    fn options(
+        on_token: Option<Py<PyAny>>,
+        on_event: Option<Py<PyAny>>,
+        tool_choice: Option<String>,
+        max_tokens: Option<u32>,
+        rag_context: Option<String>,
+        cancel: &CancelToken,
+        failed: &CallbackError,
+    ) -> PyResult<ChatOptions> {
+        let mut options = ChatOptions::new().cancel_token(cancel.clone());
+        options.tool_choice = tool_choice
+            .as_deref()
+            .map(ToolChoice::parse)
+            .transpose()
+            .py_err()?;
+        options.max_tokens = max_tokens;
+        options.rag_context = rag_context;
+        if let Some(callback) = on_token {
+            let (failed, cancel) = (failed.clone(), cancel.clone());
+            options = options.on_token(move |text| {
+                if failed.is_set() {
+                    return;
+                }
+                thread_state::attach(|py| {
+                    if let Err(error) = callback.call1(py, (text,)) {
+                        failed.record(error, &cancel);
+                    }
+                });
+            });
+        }
+        if let Some(callback) = on_event {
+            let (failed, cancel) = (failed.clone(), cancel.clone());
+            options = options.on_event(move |event| {
+                if failed.is_set() {
+                    return;
+                }
+                let json = event.to_json();
+                thread_state::attach(|py| {
+                    if let Err(error) = callback.call1(py, (json,)) {
+                        failed.record(error, &cancel);
+                    }
+                });
+            });
+        }
+        Ok(options)
+    }
+}
+
+/// The tool's result, or the message the model reads: a Python exception
+/// in a tool is a tool error, never a crash.
+fn call_python_tool(function: &Py<PyAny>, arguments: &Value) -> Result<Value, String> {
+    thread_state::attach(|py| {
+        let returned = function
+            .call1(py, (arguments.to_string(),))
+            .map_err(|error| describe(py, &error))?;
+        let text: String = returned
+            .extract(py)
+            .map_err(|_| "the tool wrapper must return a JSON string".to_string())?;
+        serde_json::from_str(&text).map_err(|e| format!("the tool returned invalid JSON: {e}"))
+    })
+}
+
+/// `TypeName: message`, as Python prints an exception's last line.
+fn describe(py: Python<'_>, error: &PyErr) -> String {
+    let name = error
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let message = error.value(py).to_string();
+    if message.is_empty() {
+        name
+    } else {
+        format!("{name}: {message}")
+    }
+}
+
+/// Waits for a chat with the GIL released, in slices so that signals
+/// (Ctrl-C) are handled; a signal cancels the chat and is raised.
+fn wait_interruptibly(
+    py: Python<'_>,
+    handle: &ChatHandle,
+) -> PyResult<zoo_core::Result<zoo_core::Response>> {
+    loop {
+        if let Some(result) = py.detach(|| handle.wait_timeout(SIGNAL_SLICE)) {
+            return Ok(result);
+        }
+        if let Err(signal) = py.check_signals() {
+            handle.cancel();
+            let _ = py.detach(|| handle.wait());
+            return Err(signal);
+        }
+    }
+}
+
+#[pymethods]
+impl NativeAgent {
+    /// Starts an agent. `config_json` holds the config keys; `model` shares a
+    /// loaded model; `mock_replies` (tests only) runs on a scripted mock.
+    #[new]
+    #[pyo3(signature = (config_json, model = None, mock_replies = None, mock_delay_ms = 0))]
+    fn new(
+        py: Python<'_>,
+        config_json: &str,
+        model: Option<&NativeModel>,
+        mock_replies: Option<Vec<String>>,
+        mock_delay_ms: u64,
+    ) -> PyResult<Self> {
+        let config = Config::from_json(config_json).py_err()?;
+        let model = model.map(|m| m.model.clone());
+        let agent = py
+            .detach(move || match (mock_replies, model) {
+                (Some(replies), _) => {
+                    let mock = MockBackend::with_script(replies.into_iter().map(MockReply::text));
+                    mock.set_piece_delay(Duration::from_millis(mock_delay_ms));
+                    Agent::with_backend(mock, config)
+                }
+                (None, Some(model)) => Agent::with_model(model, config),
+                (None, None) => Agent::create(config),
+            })
+            .py_err()?;
+        Ok(NativeAgent {
+            agent: Mutex::new(Some(Arc::new(agent))),
+        })
+    }
+
+    /// Registers a tool. `function(arguments_json: str) -> str` returns the
+    /// result as JSON; an exception becomes a tool error the model reads.
+    fn register_tool(
+        &self,
+        name: &str,
+        description: &str,
+        schema_json: &str,
+        function: Py<PyAny>,
+    ) -> PyResult<()> {
+        let schema: Value = serde_json::from_str(schema_json)
+            .map_err(|e| to_py(Error::InvalidJson(format!("tool schema: {e}"))))?;
+        let tool = Tool::new(name, description, schema, move |arguments| {
+            call_python_tool(&function, &arguments)
+        })
+        .py_err()?;
+        self.agent()?.register_tool(tool);
+        Ok(())
+    }
+
+    /// Removes a tool; returns whether it existed.
+    fn unregister_tool(&self, name: &str) -> PyResult<bool> {
+        Ok(self.agent()?.unregister_tool(name))
+    }
+
+    /// Chats and blocks (GIL released) until the reply is complete; returns
+    /// the response JSON. An exception in a callback stops the chat and is
+    /// raised here; Ctrl-C cancels the chat and raises KeyboardInterrupt.
+    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn chat(
+        &self,
+        py: Python<'_>,
+        message: String,
+        on_token: Option<Py<PyAny>>,
+        on_event: Option<Py<PyAny>>,
+        tool_choice: Option<String>,
+        max_tokens: Option<u32>,
+        rag_context: Option<String>,
+    ) -> PyResult<String> {
+        let agent = self.agent()?;
+        if agent.on_inference_thread() {
+            return Err(to_py(Error::InvalidArgument(
+                "chat() cannot be called from this agent's own callbacks or tools".into(),
+            )));
+        }
+        let cancel = CancelToken::new();
+        let failed = CallbackError::default();
+        let options = Self::options(
+            on_token,
+            on_event,
+            tool_choice,
+            max_tokens,
+            rag_context,
+            &cancel,
+            &failed,
+        )?;
+        let handle = agent.chat(message, options);
+        let result = wait_interruptibly(py, &handle)?;
+        if let Some(error) = failed.take() {
+            return Err(error);
+        }
+        result.map(|r| r.to_json()).py_err()
+    }
+
+    /// Starts a chat and returns at once. `on_complete(code, text)` runs on
+    /// the inference thread when it ends: code 0 with the response JSON, or
+    /// an error code with the message.
+    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn chat_start(
+        &self,
+        message: String,
+        on_token: Option<Py<PyAny>>,
+        on_event: Option<Py<PyAny>>,
+        on_complete: Option<Py<PyAny>>,
+        tool_choice: Option<String>,
+        max_tokens: Option<u32>,
+        rag_context: Option<String>,
+    ) -> PyResult<NativeChat> {
+        let agent = self.agent()?;
+        let cancel = CancelToken::new();
+        let failed = CallbackError::default();
+        let mut options = Self::options(
+            on_token,
+            on_event,
+            tool_choice,
+            max_tokens,
+            rag_context,
+            &cancel,
+            &failed,
+        )?;
+        if let Some(callback) = on_complete {
+            let failed = failed.clone();
+            options = options.on_complete(move |result| {
+                thread_state::attach(|py| {
+                    let (code, text) = match (failed.take(), result) {
+                        (Some(error), _) => {
+                            // Hand the callback's own exception to on_complete.
+                            let _ = callback.call1(py, (-1, error.into_value(py)));
+                            return;
+                        }
+                        (None, Ok(response)) => (0, response.to_json()),
+                        (None, Err(error)) => (error.code().as_i32(), error.to_string()),
+                    };
+                    let _ = callback.call1(py, (code, text));
+                });
+            });
+        }
+        Ok(NativeChat {
+            handle: agent.chat(message, options),
+            failed,
+        })
+    }
+
+    /// Cancels the chat in flight.
+    fn stop(&self) -> PyResult<()> {
+        self.agent()?.stop();
+        Ok(())
+    }
+
+    /// The conversation as JSON.
+    fn history_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.agent()?.history()).map_err(|e| to_py(e.into()))
+    }
+
+    /// Replaces the conversation (JSON array of messages).
+    fn set_history_json(&self, py: Python<'_>, json: &str) -> PyResult<()> {
+        let messages: Vec<Message> = serde_json::from_str(json)
+            .map_err(|e| to_py(Error::InvalidJson(format!("history: {e}"))))?;
+        let agent = self.agent()?;
+        py.detach(|| agent.set_history(messages)).py_err()
+    }
+
+    /// Forgets the conversation, keeping the system prompt.
+    fn clear_history(&self, py: Python<'_>) -> PyResult<()> {
+        let agent = self.agent()?;
+        py.detach(|| agent.clear_history()).py_err()
+    }
+
+    /// Sets or (with None) removes the system prompt.
+    #[pyo3(signature = (prompt))]
+    fn set_system_prompt(&self, py: Python<'_>, prompt: Option<String>) -> PyResult<()> {
+        let agent = self.agent()?;
+        py.detach(|| agent.set_system_prompt(prompt)).py_err()
+    }
+
+    /// The lifecycle state's name.
+    #[getter]
+    fn state(&self) -> PyResult<String> {
+        let state = self.agent()?.state();
+        Ok(serde_json::to_value(state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default())
+    }
+
+    /// Chats waiting behind the one in flight.
+    #[getter]
+    fn queue_depth(&self) -> PyResult<usize> {
+        Ok(self.agent()?.queue_depth())
+    }
+
+    /// Whether `close` has been called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.agent.lock().is_none()
+    }
+
+    /// Shuts the agent down (GIL released): cancels its chat, fails queued
+    /// ones, waits up to `timeout` seconds (None: no limit) for its thread.
+    /// Returns whether the thread finished. Idempotent.
+    #[pyo3(signature = (timeout = None))]
+    fn close(&self, py: Python<'_>, timeout: Option<f64>) -> bool {
+        let Some(agent) = self.agent.lock().take() else {
+            return true;
+        };
+        py.detach(move || match Arc::try_unwrap(agent) {
+            Ok(agent) => match timeout {
+                Some(seconds) => agent.close_within(Duration::from_secs_f64(seconds.max(0.0))),
+                None => {
+                    drop(agent);
+                    true
+                }
+            },
+            // A chat call in another thread still holds it; that call ends
+            // (AgentNotRunning or cancelled) and drops the last reference.
+            Err(shared) => {
+                shared.stop();
+                false
+            }
+        })
+    }
+}
+
+impl Drop for NativeAgent {
+    fn drop(&mut self) {
+        if let Some(agent) = self.agent.get_mut().take() {
+            // The inference thread may be waiting for the GIL in a callback:
+            // join it with the GIL released, or both would wait forever.
+            // When the interpreter is already gone there is no GIL to release,
+            // and the closure (with the agent) is simply dropped.
+            let _ = Python::try_attach(|py| py.detach(move || drop(agent)));
+        }
+    }
+}
+
+/// A chat started with `chat_start` (wrapped by the Python package).
+#[pyclass(module = "zoo_keeper._native", frozen)]
+pub struct NativeChat {
+    handle: ChatHandle,
+    failed: CallbackError,
+}
+
+#[pymethods]
+impl NativeChat {
+    /// Cancels the chat.
+    fn cancel(&self) {
+        self.handle.cancel();
+    }
+
+    /// Whether the chat has ended.
+    fn done(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Waits (GIL released) up to `timeout` seconds (None: until done);
+    /// returns the response JSON, or None on timeout; raises on error.
+    #[pyo3(signature = (timeout = None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<String>> {
+        let result = match timeout {
+            None => Some(wait_interruptibly(py, &self.handle)?),
+            Some(seconds) => {
+                let limit = Duration::from_secs_f64(seconds.max(0.0));
+                py.detach(|| self.handle.wait_timeout(limit))
+            }
+        };
+        let Some(result) = result else {
+            return Ok(None);
+        };
+        if let Some(error) = self.failed.take() {
+            return Err(error);
+        }
+        result.map(|r| Some(r.to_json())).py_err()
+    }
+}

@@ -1,0 +1,25 @@
+//! `zoo_keeper._native`: the pyo3 binding of Zoo-Keeper. It calls the
+//! `zoo-core` API directly; the Pythonic surface (decorators, schemas from
+//! type hints, dataclasses, asyncio) lives in the `zoo_keeper` package.
+//!
+//! GIL rules: a blocking chat releases the GIL for its whole duration (and
+//! wakes every 50 ms to let Ctrl-C through); callbacks from the inference
+//! thread attach through one persistent thread state per inference thread
+//! (see `thread_state`), not a fresh one per token.
+
+mod agent;
+mod errors;
+mod model;
+mod thread_state;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<model::NativeModel>()?;
+    m.add_class::<agent::NativeAgent>()?;
+    m.add_class::<agent::NativeChat>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

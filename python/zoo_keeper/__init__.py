@@ -1,0 +1,68 @@
+"""Zoo-Keeper: local tool-using LLM agents on llama.cpp, in-process.
+
+    from zoo_keeper import Agent
+
+    with Agent(model_path="model.gguf", temperature=0) as agent:
+        @agent.tool
+        def get_weather(city: str) -> str:
+            "Current weather for a city."
+            return f"17 degrees in {city}"
+
+        print(agent.chat("Weather in Paris?", tool_choice="required").text)
+"""
+
+from ._agent import Agent, ChatStream, Model
+from ._native import (
+    AgentNotRunningError,
+    ContextOverflowError,
+    InferenceError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidConfigError,
+    InvalidJsonError,
+    InvalidMessageSequenceError,
+    McpError,
+    ModelLoadError,
+    OperationCancelledError,
+    ToolHandlerError,
+    ToolNotFoundError,
+    ToolRetriesExhaustedError,
+    ToolValidationError,
+    ZooError,
+    ZooIOError,
+    __version__,
+)
+from ._response import Event, Metrics, Response, Token, ToolCallRecord, ToolErrorRecord, Usage
+from ._schema import function_schema
+
+__all__ = [
+    "Agent",
+    "AgentNotRunningError",
+    "ChatStream",
+    "ContextOverflowError",
+    "Event",
+    "InferenceError",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidConfigError",
+    "InvalidJsonError",
+    "InvalidMessageSequenceError",
+    "McpError",
+    "Metrics",
+    "Model",
+    "ModelLoadError",
+    "OperationCancelledError",
+    "Response",
+    "Token",
+    "ToolCallRecord",
+    "ToolErrorRecord",
+    "ToolHandlerError",
+    "ToolNotFoundError",
+    "ToolRetriesExhaustedError",
+    "ToolValidationError",
+    "Usage",
+    "ZooError",
+    "ZooIOError",
+    "__version__",
+    "function_schema",
+]

@@ -1,0 +1,314 @@
+"""`Model` and `Agent`: the Pythonic surface over `zoo_keeper._native`."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import dataclasses
+import inspect
+import json
+import queue
+import threading
+import weakref
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Union
+
+from . import _native
+from ._response import Event, Response, Token
+from ._schema import convert_arguments, function_schema
+
+# Agents still open at interpreter exit are closed then, so that no
+# inference thread touches Python while it shuts down. The wait is bounded:
+# a tool stuck in user code must not hang the exit.
+_LIVE: "weakref.WeakSet[Agent]" = weakref.WeakSet()
+_EXIT_TIMEOUT_S = 2.0
+
+
+@atexit.register
+def _close_all() -> None:
+    for agent in list(_LIVE):
+        agent.close(timeout=_EXIT_TIMEOUT_S)
+
+
+class Model:
+    """A GGUF model loaded once and shared by several agents."""
+
+    def __init__(self, path: str, *, gpu_layers: int = 0, use_mmap: bool = True) -> None:
+        self._native = _native.NativeModel(str(path), gpu_layers, use_mmap)
+
+    @property
+    def path(self) -> str:
+        return self._native.path
+
+    @property
+    def metadata(self) -> Dict[str, Any]:
+        """GGUF metadata: chat_template, architecture, name."""
+        return json.loads(self._native.metadata_json())
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"tool result of type {type(value).__name__} is not JSON serializable")
+
+
+class _AsyncToolRunner:
+    """Runs `async def` tools from the inference thread: on the event loop
+    of the `chat_async` / `astream` that is running (so tools can use objects
+    bound to it), otherwise on a private loop of the inference thread."""
+
+    def __init__(self) -> None:
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self._local = threading.local()
+
+    def run(self, coroutine: Any) -> Any:
+        loop = self.loop
+        if loop is not None and loop.is_running():
+            return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+        private = getattr(self._local, "loop", None)
+        if private is None:
+            private = self._local.loop = asyncio.new_event_loop()
+        return private.run_until_complete(coroutine)
+
+
+class Agent:
+    """A tool-using agent with its own inference thread.
+
+    Create it with `model_path=...` (or `model=` a shared `Model`) and any
+    config key (`temperature`, `context_size`, `tool_choice`, ...). Use it as a
+    context manager, or call `close()`.
+    """
+
+    def __init__(self, model_path: Optional[str] = None, *, model: Optional[Model] = None, **config: Any) -> None:
+        mock_replies = config.pop("_mock_replies", None)
+        mock_delay_ms = config.pop("_mock_delay_ms", 0)
+        if model_path is not None:
+            config["model_path"] = str(model_path)
+        if model is None and mock_replies is None and "model_path" not in config:
+            raise TypeError("Agent needs model_path=... or model=Model(...)")
+        self._async_tools = _AsyncToolRunner()
+        self._native = _native.NativeAgent(
+            json.dumps(config),
+            model._native if model is not None else None,
+            mock_replies,
+            mock_delay_ms,
+        )
+        _LIVE.add(self)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self, timeout: Optional[float] = None) -> bool:
+        """Cancels the running chat, fails queued ones and stops the inference
+        thread, waiting at most `timeout` seconds. Idempotent."""
+        _LIVE.discard(self)
+        return self._native.close(timeout)
+
+    def __enter__(self) -> "Agent":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def state(self) -> str:
+        return self._native.state
+
+    # -- tools -------------------------------------------------------------
+
+    def tool(self, fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None, description: Optional[str] = None) -> Any:
+        """Decorator: registers `fn` as a tool. The schema comes from its type
+        hints, the description from its docstring. Works on `def` and
+        `async def`. Returns `fn` unchanged."""
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            tool_name, doc, schema = function_schema(function)
+            self.register_tool(name or tool_name, description if description is not None else doc, schema, function, _typed=True)
+            return function
+
+        return register(fn) if fn is not None else register
+
+    def register_tool(self, name: str, description: str, schema: Dict[str, Any], fn: Callable[..., Any], *, _typed: bool = False) -> None:
+        """Registers a tool with an explicit JSON schema. `fn` is called with
+        the arguments as keyword arguments; its return value (any JSON-able
+        value) is the result; an exception is reported to the model as a tool
+        error and the chat goes on."""
+        runner = self._async_tools
+
+        def call(arguments_json: str) -> str:
+            arguments = json.loads(arguments_json)
+            if _typed:
+                arguments = convert_arguments(fn, arguments)
+            result = fn(**arguments)
+            if inspect.isawaitable(result):
+                result = runner.run(result)
+            return json.dumps(result, default=_json_default)
+
+        self._native.register_tool(name, description, json.dumps(schema), call)
+
+    def unregister_tool(self, name: str) -> bool:
+        return self._native.unregister_tool(name)
+
+    # -- chat --------------------------------------------------------------
+
+    def chat(
+        self,
+        message: str,
+        *,
+        on_token: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Event], Any]] = None,
+        tool_choice: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        rag_context: Optional[str] = None,
+    ) -> Response:
+        """Sends a message and blocks until the reply is complete (the GIL is
+        released meanwhile; Ctrl-C cancels). Callbacks run on the inference
+        thread; an exception raised in one stops the chat and is raised here."""
+        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        payload = self._native.chat(message, on_token, event_cb, tool_choice, max_tokens, rag_context)
+        return Response.from_json(payload)
+
+    async def chat_async(
+        self,
+        message: str,
+        *,
+        on_token: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Event], Any]] = None,
+        tool_choice: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        rag_context: Optional[str] = None,
+    ) -> Response:
+        """`chat` for asyncio. Cancelling the task cancels the chat."""
+        loop = asyncio.get_running_loop()
+        future: "asyncio.Future[Response]" = loop.create_future()
+
+        def settle(code: int, payload: Any) -> None:
+            if future.done():
+                return
+            if code == 0:
+                future.set_result(Response.from_json(payload))
+            elif code == -1:  # the exception raised by one of our callbacks
+                future.set_exception(payload)
+            else:
+                future.set_exception(_error(code, payload))
+
+        def complete(code: int, payload: Any) -> None:
+            loop.call_soon_threadsafe(settle, code, payload)
+
+        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        self._async_tools.loop = loop
+        chat = self._native.chat_start(message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            chat.cancel()
+            raise
+
+    def stream(self, message: str, **options: Any) -> "ChatStream":
+        """Iterates over the reply as it is made: `Token` items for text and
+        `Event` items for progress; `.response` holds the result afterwards.
+        Leaving the loop early cancels the chat."""
+        return ChatStream(self, message, options)
+
+    async def astream(self, message: str, **options: Any) -> AsyncIterator[Union[Token, Event]]:
+        """`stream` for asyncio: an async iterator of `Token` and `Event`."""
+        loop = asyncio.get_running_loop()
+        items: "asyncio.Queue[Any]" = asyncio.Queue()
+
+        def put(item: Any) -> None:
+            loop.call_soon_threadsafe(items.put_nowait, item)
+
+        self._async_tools.loop = loop
+        chat = self._native.chat_start(
+            message,
+            lambda text: put(Token(text)),
+            lambda text: put(Event.from_json(text)),
+            lambda code, payload: put((code, payload)),
+            options.get("tool_choice"),
+            options.get("max_tokens"),
+            options.get("rag_context"),
+        )
+        try:
+            while True:
+                item = await items.get()
+                if isinstance(item, tuple):
+                    code, payload = item
+                    if code == -1:
+                        raise payload
+                    if code != 0:
+                        raise _error(code, payload)
+                    return
+                yield item
+        finally:
+            if not chat.done():
+                chat.cancel()
+
+    def stop(self) -> None:
+        """Cancels the chat in flight; it ends as "cancelled" within ~100 ms."""
+        self._native.stop()
+
+    # -- history -----------------------------------------------------------
+
+    @property
+    def history(self) -> List[Dict[str, Any]]:
+        """The conversation, system prompt first, as a list of message dicts."""
+        return json.loads(self._native.history_json())
+
+    @history.setter
+    def history(self, messages: List[Dict[str, Any]]) -> None:
+        self._native.set_history_json(json.dumps(messages))
+
+    def clear_history(self) -> None:
+        self._native.clear_history()
+
+    def set_system_prompt(self, prompt: Optional[str]) -> None:
+        self._native.set_system_prompt(prompt)
+
+
+class ChatStream:
+    """An iterator over a chat's tokens and events (see `Agent.stream`)."""
+
+    _DONE = object()
+
+    def __init__(self, agent: Agent, message: str, options: Dict[str, Any]) -> None:
+        self.response: Optional[Response] = None
+        self._items: "queue.Queue[Any]" = queue.Queue()
+        put = self._items.put
+        self._chat = agent._native.chat_start(
+            message,
+            lambda text: put(Token(text)),
+            lambda text: put(Event.from_json(text)),
+            lambda code, payload: put((self._DONE, code, payload)),
+            options.get("tool_choice"),
+            options.get("max_tokens"),
+            options.get("rag_context"),
+        )
+
+    def __iter__(self) -> Iterator[Union[Token, Event]]:
+        try:
+            while True:
+                try:
+                    item = self._items.get(timeout=0.05)
+                except queue.Empty:
+                    continue  # lets Ctrl-C in between waits
+                if isinstance(item, tuple) and item[0] is self._DONE:
+                    _, code, payload = item
+                    if code == -1:
+                        raise payload
+                    if code != 0:
+                        raise _error(code, payload)
+                    self.response = Response.from_json(payload)
+                    return
+                yield item
+        finally:
+            if self.response is None and not self._chat.done():
+                self._chat.cancel()
+
+
+_BY_CODE = {
+    cls.code: cls
+    for cls in (getattr(_native, name) for name in dir(_native))
+    if isinstance(cls, type) and issubclass(cls, _native.ZooError) and cls is not _native.ZooError
+}
+
+
+def _error(code: int, message: str) -> Exception:
+    return _BY_CODE.get(code, _native.ZooError)(message)

@@ -1,0 +1,97 @@
+"""The typed results of a chat: the same JSON shape in every language."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call made during a chat."""
+
+    id: str
+    name: str
+    arguments: Any
+    result: Any = None
+    error: Optional[str] = None
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class ToolErrorRecord:
+    """One tool error the model was told about."""
+
+    tool: str
+    kind: str
+    message: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts, summed over the chat's model replies."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Timings in milliseconds."""
+
+    time_to_first_token_ms: float = 0.0
+    prompt_ms: float = 0.0
+    generation_ms: float = 0.0
+    total_ms: float = 0.0
+    tokens_per_second: float = 0.0
+    iterations: int = 0
+
+
+@dataclass(frozen=True)
+class Response:
+    """The result of a chat. `stop_reason` is "stop", "length", "tool_limit",
+    "cancelled" or "error"."""
+
+    text: str
+    stop_reason: str
+    tool_calls: List[ToolCallRecord] = field(default_factory=list)
+    tool_errors: List[ToolErrorRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    metrics: Metrics = field(default_factory=Metrics)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Response":
+        data: Dict[str, Any] = json.loads(text)
+        return cls(
+            text=data["text"],
+            stop_reason=data["stop_reason"],
+            tool_calls=[ToolCallRecord(**c) for c in data["tool_calls"]],
+            tool_errors=[ToolErrorRecord(**e) for e in data["tool_errors"]],
+            usage=Usage(**data["usage"]),
+            metrics=Metrics(**data["metrics"]),
+        )
+
+
+@dataclass(frozen=True)
+class Token:
+    """A piece of streamed reply text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """A progress event: `type` is "iteration_started", "tool_call_started",
+    "tool_call_finished", "tool_error" or "history_pruned"; `data` holds its fields."""
+
+    type: str
+    data: Dict[str, Any]
+
+    @classmethod
+    def from_json(cls, text: str) -> "Event":
+        data = json.loads(text)
+        return cls(type=data.pop("type"), data=data)
