@@ -1,0 +1,61 @@
+"""The Python agent on the real default model (SmolLM2-135M-Instruct)."""
+
+import asyncio
+import threading
+
+import pytest
+
+import zoo_keeper as zk
+from conftest import model_path
+
+
+@pytest.fixture(scope="module")
+def model() -> zk.Model:
+    return zk.Model(model_path())
+
+
+def test_decorated_tool_called_with_valid_arguments(model):
+    calls = []
+    with zk.Agent(model=model, temperature=0, max_tokens=64) as agent:
+
+        @agent.tool
+        def get_weather(city: str, unit: str = "celsius") -> str:
+            """Get the current weather for a city."""
+            calls.append((city, unit))
+            return f"17 degrees {unit} and cloudy in {city}"
+
+        tokens = []
+        response = agent.chat("What is the weather in Paris?", tool_choice="required", on_token=tokens.append)
+    assert len(calls) == 1 and "Paris" in calls[0][0], calls
+    assert response.tool_errors == []
+    assert "".join(tokens) == response.text
+    assert response.metrics.tokens_per_second > 0
+
+
+def test_streaming_and_async_on_the_model(model):
+    with zk.Agent(model=model, temperature=0, max_tokens=16) as agent:
+        items = list(stream := agent.stream("Say hello."))
+        tokens = [i.text for i in items if isinstance(i, zk.Token)]
+        assert tokens and "".join(tokens) == stream.response.text
+
+        async def main():
+            return await agent.chat_async("Name a color.")
+
+        assert asyncio.run(main()).usage.completion_tokens > 0
+
+
+def test_two_agents_share_one_model_in_two_threads(model):
+    results = {}
+
+    def run(name: str, question: str) -> None:
+        with zk.Agent(model=model, temperature=0, max_tokens=12) as agent:
+            results[name] = agent.chat(question)
+
+    threads = [threading.Thread(target=run, args=(n, q)) for n, q in [("a", "Say hi."), ("b", "Say bye.")]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert set(results) == {"a", "b"}
+    assert all(r.text for r in results.values())
+    assert model.metadata["architecture"] == "llama"
