@@ -19,7 +19,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_tokens(max_tokens.parse()?);
     let agent = Agent::create(config)?;
     // Streams like a binding does, to a callback that does nothing.
-    let response = agent.chat(prompt.as_str(), ChatOptions::new().on_token(|_| {})).wait()?;
+    let response = agent
+        .chat(prompt.as_str(), ChatOptions::new().on_token(|_| {}))
+        .wait()?;
     println!(
         "{{\"completion_tokens\": {}, \"generation_tps\": {:.3}, \"prompt_tps\": {:.3}}}",
         response.usage.completion_tokens,
