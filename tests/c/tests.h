@@ -1,0 +1,53 @@
+/*
+ * tests.h: every test, in run order, with its time limit in seconds
+ * (multiplied by ZOO_TEST_TIMEOUT_SCALE). Names starting with real_ need
+ * the model; all others run on the mock.
+ */
+#ifndef ZOO_TEST_TESTS_H
+#define ZOO_TEST_TESTS_H
+
+#define ZOO_TESTS(X)                         \
+    /* test_errors.c */                      \
+    X(version, 5)                            \
+    X(status_str, 5)                         \
+    X(null_arguments, 10)                    \
+    X(invalid_utf8, 10)                      \
+    X(config_errors, 10)                     \
+    X(mock_script_errors, 5)                 \
+    X(model_load_errors, 10)                 \
+    X(register_tool_errors, 10)              \
+    X(tool_choice_errors, 10)                \
+    X(inference_failure, 10)                 \
+    X(history_errors, 10)                    \
+    X(history_visible_on_return, 20)         \
+    /* test_mock.c */                        \
+    X(mock_chat_response, 10)                \
+    X(mock_streaming, 10)                    \
+    X(mock_tool_call, 10)                    \
+    X(mock_tool_errors, 10)                  \
+    X(mock_tool_validation, 10)              \
+    X(mock_tool_lifecycle, 10)               \
+    X(mock_options, 10)                      \
+    X(mock_history, 10)                      \
+    X(mock_reentrant_callbacks, 10)          \
+    X(mock_history_pruned_event, 10)         \
+    /* test_async.c */                       \
+    X(async_wait_poll, 10)                   \
+    X(async_stop_from_thread, 15)            \
+    X(async_cancel, 15)                      \
+    X(async_free_handle_early, 10)           \
+    X(free_agent_in_on_complete, 15)         \
+    X(free_agent_in_on_token_and_tool, 15)   \
+    X(free_agent_while_chat_runs, 15)        \
+    X(free_agent_during_blocking_chat, 15)   \
+    X(chat_callbacks_freed_once, 10)         \
+    X(concurrent_chats, 20)                  \
+    /* test_real.c */                        \
+    X(real_model_load_and_metadata, 60)      \
+    X(real_quick_chat, 30)                   \
+    X(real_streaming, 120)                   \
+    X(real_two_agents_share_model, 120)      \
+    X(real_tool_required, 180)               \
+    X(real_stop_async, 120)
+
+#endif /* ZOO_TEST_TESTS_H */
