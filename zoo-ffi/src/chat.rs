@@ -2,6 +2,7 @@
 //! and the `zoo_chat` handle of an asynchronous chat.
 
 use std::ffi::{c_char, c_void};
+use std::sync::Arc;
 use std::time::Duration;
 
 use zoo_core::{ChatHandle, ChatOptions, Error, Response, ToolChoice};
@@ -119,10 +120,18 @@ fn tool_choice(options: &zoo_chat_options) -> FfiResult<Option<ToolChoice>> {
     })
 }
 
+/// Takes ownership of the callbacks' `user_data` first thing, so that every
+/// failure path of the call (even a NULL agent) frees it exactly once.
+fn callbacks_data(callbacks: *const zoo_chat_callbacks) -> Option<Arc<UserData>> {
+    // SAFETY: NULL or a pointer to the caller's struct, read during this call.
+    unsafe { callbacks.as_ref() }.map(|c| UserData::new(c.user_data, c.free_user_data))
+}
+
 /// Builds the core options from the C structs (either may be NULL).
 fn chat_options(
     options: *const zoo_chat_options,
     callbacks: *const zoo_chat_callbacks,
+    data: Option<Arc<UserData>>,
     allow_complete: bool,
 ) -> FfiResult<ChatOptions> {
     let mut out = ChatOptions::new();
@@ -133,11 +142,9 @@ fn chat_options(
         out.rag_context = opt_str_arg(options.rag_context, "rag_context")?.map(str::to_string);
     }
     // SAFETY: as above.
-    let Some(callbacks) = (unsafe { callbacks.as_ref() }) else {
+    let (Some(callbacks), Some(data)) = (unsafe { callbacks.as_ref() }, data) else {
         return Ok(out);
     };
-    // From here on `data` owns user_data: any error below frees it once.
-    let data = UserData::new(callbacks.user_data, callbacks.free_user_data);
     if callbacks.on_complete.is_some() && !allow_complete {
         return Err(Error::InvalidArgument(
             "`on_complete` is for zoo_agent_chat_async; zoo_agent_chat returns the response".into(),
@@ -196,11 +203,12 @@ pub extern "C" fn zoo_agent_chat(
     out_response_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    guard(out_error, || {
+    let data = callbacks_data(callbacks);
+    guard(out_error, move || {
         let out = out_arg(out_response_json, "out_response_json")?;
         let agent = handle_arg(agent, "agent")?;
         let message = str_arg(message, "message")?;
-        let options = chat_options(options, callbacks, false)?;
+        let options = chat_options(options, callbacks, data, false)?;
         if agent.agent.on_inference_thread() {
             return Err(Error::InvalidArgument(
                 "zoo_agent_chat cannot be called from this agent's own callbacks (it would wait \
@@ -231,11 +239,12 @@ pub extern "C" fn zoo_agent_chat_async(
     out_chat: *mut *mut zoo_chat,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    guard(out_error, || {
+    let data = callbacks_data(callbacks);
+    guard(out_error, move || {
         let out = out_arg(out_chat, "out_chat")?;
         let agent = handle_arg(agent, "agent")?;
         let message = str_arg(message, "message")?;
-        let options = chat_options(options, callbacks, true)?;
+        let options = chat_options(options, callbacks, data, true)?;
         let handle = agent.agent.chat(message, options);
         out.write(Box::into_raw(Box::new(zoo_chat { handle })));
         Ok(())

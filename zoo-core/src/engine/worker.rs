@@ -103,9 +103,12 @@ pub(crate) fn serve(shared: &Shared, backend: &mut dyn Backend, ready: &Completi
     while let Some(job) = shared.queue.pop() {
         match job {
             Job::Chat(job) => run_chat(shared, backend, &mut history, *job),
+            // Publish before completing: a caller woken by the completion
+            // must read the new history.
             Job::SetSystemPrompt(prompt, done) => {
-                done.complete(set_system_prompt(backend, &mut history, prompt));
+                let result = set_system_prompt(backend, &mut history, prompt);
                 publish(shared, &history);
+                done.complete(result);
             }
             Job::ClearHistory(done) => {
                 history.clear();
@@ -113,8 +116,9 @@ pub(crate) fn serve(shared: &Shared, backend: &mut dyn Backend, ready: &Completi
                 done.complete(Ok(()));
             }
             Job::ReplaceHistory(messages, done) => {
-                done.complete(replace_history(backend, &mut history, messages));
+                let result = replace_history(backend, &mut history, messages);
                 publish(shared, &history);
+                done.complete(result);
             }
         }
     }

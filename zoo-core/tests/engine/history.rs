@@ -199,3 +199,20 @@ fn th_010_rag_context_used_for_the_turn_but_not_stored() {
         .iter()
         .all(|m| !m.content.contains("capital of France")));
 }
+
+#[test]
+fn history_setters_are_visible_when_they_return() {
+    let agent = super::agent_on(&MockBackend::new());
+    for i in 0..300 {
+        let prompt = format!("prompt {i}");
+        agent.set_system_prompt(Some(prompt.clone())).unwrap();
+        assert_eq!(agent.history()[0].content, prompt);
+        agent
+            .set_history(vec![
+                Message::user(format!("q{i}")),
+                Message::assistant("a"),
+            ])
+            .unwrap();
+        assert_eq!(agent.history()[0].content, format!("q{i}"));
+    }
+}
