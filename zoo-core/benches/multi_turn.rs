@@ -63,6 +63,13 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The 1/5/15-minute load averages, printed so that noise is visible.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
 fn main() {
     let reps: usize = std::env::args()
         .skip(1)
@@ -75,6 +82,7 @@ fn main() {
         .to_string();
     let model = Model::load(&path, ModelParams::default()).expect("SmolLM2 loads");
 
+    println!("load average {}", loadavg());
     let mut reuse_ms = Vec::new();
     let mut redecode_ms = Vec::new();
     println!(
@@ -122,4 +130,5 @@ fn main() {
          ratio {:.3} (goal <= 0.15)",
         r / d
     );
+    println!("load average {}", loadavg());
 }

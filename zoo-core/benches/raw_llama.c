@@ -18,7 +18,8 @@
  * batch size, i.e. one call for a prompt that fits). --chunk adaptive copies
  * the engine's policy (LlamaBackend::decode_prompt/adapt_chunk): start at
  * min(batch, 64), then size each chunk to take about 40 ms, clamped to
- * [16, batch]; the chunks used are printed so the cost of chunking is visible.
+ * [16, batch]; the chunks used and the time of each are printed so the cost
+ * of chunking (and how long one uninterruptible decode call takes) is visible.
  *
  * The prompt timer covers the prompt's llama_decode calls only (the engine's
  * prompt_ms also includes rendering and tokenizing, well under 1 ms here);
@@ -169,6 +170,7 @@ int main(int argc, char **argv) {
         chunk = n_batch;
     }
     int chunks[MAX_CHUNKS], n_chunks = 0;
+    double chunk_ms[MAX_CHUNKS];
 
     double t0 = now_ms();
     int done = 0;
@@ -180,6 +182,7 @@ int main(int argc, char **argv) {
         }
         double took = now_ms() - c0;
         if (n_chunks < MAX_CHUNKS) {
+            chunk_ms[n_chunks] = took;
             chunks[n_chunks++] = take;
         }
         done += take;
@@ -213,6 +216,10 @@ int main(int argc, char **argv) {
            generated, gen_ms, generated * 1000.0 / gen_ms, threads, n_batch, n_ctx);
     for (int i = 0; i < n_chunks; i++) {
         printf(i ? ",%d" : "%d", chunks[i]);
+    }
+    printf("],\"chunk_ms\":[");
+    for (int i = 0; i < n_chunks; i++) {
+        printf(i ? ",%.1f" : "%.1f", chunk_ms[i]);
     }
     printf("]}\n");
 

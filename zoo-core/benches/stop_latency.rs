@@ -13,8 +13,8 @@
 //! - prompt decode: 20 chats with a ~2000-token prompt, each made distinct
 //!   at its start so that almost nothing is reused from the cache, stopped
 //!   after a random delay between 100 ms and 80% of a full decode of that
-//!   prompt (measured first, untimed), i.e. while the prompt is still being
-//!   decoded (checked: no token generated).
+//!   prompt (measured first; at most 10 s), i.e. while the prompt is still
+//!   being decoded (checked: no token generated).
 //!
 //! A chat that ended before the stop took effect is counted apart and left
 //! out of the latencies. Percentiles are nearest-rank: with 50 samples, p99
@@ -65,6 +65,13 @@ fn report(name: &str, mut ms: Vec<f64>, missed: usize) {
     );
 }
 
+/// The 1/5/15-minute load averages, printed so that noise is visible.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     let seed = match (args.next().as_deref(), args.next()) {
@@ -76,7 +83,7 @@ fn main() {
                 | 1
         }
     };
-    println!("seed {seed}");
+    println!("seed {seed}, load average {}", loadavg());
     let mut rng = Rng(seed);
 
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -127,6 +134,7 @@ fn main() {
         }
     }
     report("stop during generation", latencies, missed);
+    println!("load average {}", loadavg());
 
     // Stops during the decode of a ~2000-token prompt.
     let text = std::fs::read_to_string(root.join("benches/prompt.txt")).expect("prompt.txt");
@@ -144,7 +152,9 @@ fn main() {
         "full decode of the long prompt: {} tokens ({} cached) in {decode_ms:.0} ms",
         full.usage.prompt_tokens, full.usage.cached_tokens
     );
-    let window = ((decode_ms * 0.8) as u64).max(101) - 100;
+    // Capped, so that a decode slowed down by a busy machine cannot stretch
+    // the run to hours.
+    let window = ((decode_ms * 0.8) as u64).clamp(101, 10_000) - 100;
     let mut latencies = Vec::new();
     let mut missed = 0;
     for i in 0..PROMPT_STOPS {
@@ -162,4 +172,5 @@ fn main() {
         }
     }
     report("stop during prompt decode", latencies, missed);
+    println!("load average {}", loadavg());
 }
