@@ -175,9 +175,18 @@ pub enum Error {
     /// The agent has stopped or failed and takes no more requests.
     #[error("agent not running: {0}")]
     AgentNotRunning(String),
-    /// An MCP server or transport failed.
-    #[error("MCP error: {0}")]
-    Mcp(String),
+    /// An MCP server or its transport failed: it could not start, broke the
+    /// protocol, timed out, or answered with a JSON-RPC error (whose code is
+    /// kept in `rpc_code`).
+    #[error("MCP server `{server}`: {message}{}", rpc_code_suffix(*.rpc_code))]
+    Mcp {
+        /// The name the server was added under (or its command or URL).
+        server: String,
+        /// The JSON-RPC error code the server answered with, if it did.
+        rpc_code: Option<i64>,
+        /// What went wrong, in the server's words when it said.
+        message: String,
+    },
     /// An operating-system I/O error.
     #[error("I/O error: {0}")]
     Io(String),
@@ -203,7 +212,7 @@ impl Error {
             Error::ToolRetriesExhausted { .. } => ErrorCode::ToolRetriesExhausted,
             Error::ToolHandlerFailed { .. } => ErrorCode::ToolHandlerFailed,
             Error::AgentNotRunning(_) => ErrorCode::AgentNotRunning,
-            Error::Mcp(_) => ErrorCode::Mcp,
+            Error::Mcp { .. } => ErrorCode::Mcp,
             Error::Io(_) => ErrorCode::Io,
             Error::Internal(_) => ErrorCode::Internal,
         }
@@ -217,6 +226,15 @@ impl Error {
         }
     }
 
+    /// Shorthand for an [`Error::Mcp`] that is not a JSON-RPC error.
+    pub fn mcp(server: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Mcp {
+            server: server.into(),
+            rpc_code: None,
+            message: message.into(),
+        }
+    }
+
     /// Turns a caught panic payload into [`Error::Internal`].
     pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
         let message = payload
@@ -226,6 +244,12 @@ impl Error {
             .unwrap_or_else(|| "unknown panic".to_string());
         Error::Internal(format!("panic: {message}"))
     }
+}
+
+/// " (JSON-RPC error -32602)" when the server gave a code, else nothing.
+fn rpc_code_suffix(code: Option<i64>) -> String {
+    code.map(|c| format!(" (JSON-RPC error {c})"))
+        .unwrap_or_default()
 }
 
 impl From<serde_json::Error> for Error {

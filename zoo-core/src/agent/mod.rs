@@ -18,6 +18,8 @@ use crate::cancel::CancelToken;
 use crate::config::Config;
 use crate::engine::worker::{self, ChatJob, Job, Shared};
 use crate::error::{Error, Result};
+use crate::mcp::federation::McpServers;
+use crate::mcp::{McpServerInfo, McpTransport};
 use crate::message::Message;
 use crate::tools::registry::Tool;
 use crate::tools::typed::{typed_tool, TypedHandler};
@@ -49,6 +51,8 @@ pub struct Agent {
     thread: Option<JoinHandle<()>>,
     /// Completed when the inference thread has finished its last job.
     finished: Arc<Completion<()>>,
+    /// MCP servers whose tools are registered; closed after the thread ends.
+    mcp: McpServers,
 }
 
 impl std::fmt::Debug for Agent {
@@ -124,6 +128,7 @@ impl Agent {
             shared,
             thread: Some(thread),
             finished,
+            mcp: McpServers::default(),
         };
         match ready.wait() {
             Ok(()) => Ok(agent),
@@ -232,6 +237,31 @@ impl Agent {
     /// Removes a tool; returns whether it was registered.
     pub fn unregister_tool(&self, name: &str) -> bool {
         self.shared.tools.unregister(name)
+    }
+
+    /// Connects to an MCP server and registers each of its tools as
+    /// `{name}__{tool}`, with the server's JSON schema for validation and
+    /// the call grammar. The tools follow the server's
+    /// `notifications/tools/list_changed`. A failing call (a crash, a
+    /// timeout, malformed output, an `isError` result) is a tool error the
+    /// model reads. Blocks for the handshake and the first `tools/list`.
+    pub fn add_mcp_server(
+        &self,
+        name: &str,
+        transport: impl Into<McpTransport>,
+    ) -> Result<McpServerInfo> {
+        self.mcp.add(&self.shared, name, transport.into())
+    }
+
+    /// Closes an MCP server and unregisters its tools; returns whether it
+    /// was added.
+    pub fn remove_mcp_server(&self, name: &str) -> bool {
+        self.mcp.remove(&self.shared.tools, name)
+    }
+
+    /// The MCP servers added, by name.
+    pub fn mcp_servers(&self) -> Vec<McpServerInfo> {
+        self.mcp.list()
     }
 
     /// The registered tools' definitions, in registration order.

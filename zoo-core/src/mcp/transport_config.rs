@@ -1,0 +1,264 @@
+//! How to reach an MCP server: the description every language passes to
+//! `add_mcp_server` (as Rust values, or as JSON from C).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// How long a request may wait for its response when no timeout is given.
+/// MCP's reference SDK uses the same default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A server started as a child process, speaking newline-delimited JSON-RPC
+/// on its stdin and stdout. Its stderr goes to the `zoo_core::mcp` tracing
+/// target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdioTransport {
+    /// The program, found on `PATH` when it has no slash.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables added to (or replacing those of) this process's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory (this process's when absent).
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// The longest any request may wait for its response, in milliseconds
+    /// (60 000 when absent).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl StdioTransport {
+    /// A server started with `command` and no arguments.
+    pub fn new(command: impl Into<String>) -> Self {
+        StdioTransport {
+            command: command.into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            timeout_ms: None,
+        }
+    }
+
+    /// Appends arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets one environment variable for the server.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the server's working directory.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Sets the request timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_ms = Some(duration_ms(timeout));
+        self
+    }
+
+    /// The command line, for messages.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A server reached over MCP's Streamable HTTP transport: every message is a
+/// POST to one endpoint, answered with JSON or a server-sent-event stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTransport {
+    /// The MCP endpoint, such as `http://127.0.0.1:3001/mcp`.
+    pub url: String,
+    /// Sent as `Authorization: Bearer <token>` when given.
+    #[serde(default)]
+    pub bearer_token: Option<String>,
+    /// Extra headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The longest any request may wait for its response, in milliseconds
+    /// (60 000 when absent).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl HttpTransport {
+    /// A server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpTransport {
+            url: url.into(),
+            bearer_token: None,
+            headers: BTreeMap::new(),
+            timeout_ms: None,
+        }
+    }
+
+    /// Authenticates with a bearer token.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Adds a header to every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the request timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_ms = Some(duration_ms(timeout));
+        self
+    }
+}
+
+/// How to reach an MCP server. As JSON (the C ABI's form) it is an object
+/// with `"type": "stdio"` and the fields of [`StdioTransport`], or
+/// `"type": "http"` and those of [`HttpTransport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum McpTransport {
+    /// A child process on stdin/stdout.
+    Stdio(StdioTransport),
+    /// Streamable HTTP.
+    #[serde(alias = "streamable_http")]
+    Http(HttpTransport),
+}
+
+impl McpTransport {
+    /// A child process started with `command`; see [`StdioTransport`] for
+    /// arguments, environment and working directory.
+    pub fn stdio(command: impl Into<String>) -> StdioTransport {
+        StdioTransport::new(command)
+    }
+
+    /// A Streamable HTTP endpoint; see [`HttpTransport`].
+    pub fn http(url: impl Into<String>) -> HttpTransport {
+        HttpTransport::new(url)
+    }
+
+    /// Parses the JSON description; the error names what is wrong.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let transport: McpTransport = serde_json::from_str(json)
+            .map_err(|e| Error::InvalidJson(format!("MCP transport: {e}")))?;
+        transport.check()?;
+        Ok(transport)
+    }
+
+    /// Rejects descriptions that could never work, before anything starts.
+    pub fn check(&self) -> Result<()> {
+        let bad = |what: &str| Err(Error::InvalidArgument(format!("MCP transport: {what}")));
+        match self {
+            McpTransport::Stdio(s) if s.command.trim().is_empty() => bad("`command` is empty"),
+            McpTransport::Http(h)
+                if !(h.url.starts_with("http://") || h.url.starts_with("https://")) =>
+            {
+                bad(&format!(
+                    "`url` must start with http:// or https://, got `{}`",
+                    h.url
+                ))
+            }
+            _ if self.timeout().is_zero() => bad("`timeout_ms` must be greater than 0"),
+            _ => Ok(()),
+        }
+    }
+
+    /// The request timeout.
+    pub fn timeout(&self) -> Duration {
+        let ms = match self {
+            McpTransport::Stdio(s) => s.timeout_ms,
+            McpTransport::Http(h) => h.timeout_ms,
+        };
+        ms.map(Duration::from_millis).unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// The command line or URL, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            McpTransport::Stdio(s) => format!("command `{}`", s.command_line()),
+            McpTransport::Http(h) => format!("URL {}", h.url),
+        }
+    }
+}
+
+impl From<StdioTransport> for McpTransport {
+    fn from(t: StdioTransport) -> Self {
+        McpTransport::Stdio(t)
+    }
+}
+
+impl From<HttpTransport> for McpTransport {
+    fn from(t: HttpTransport) -> Self {
+        McpTransport::Http(t)
+    }
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_kinds_and_rejects_unknown_keys() {
+        let t = McpTransport::from_json(
+            r#"{"type":"stdio","command":"node","args":["s.js"],"env":{"A":"1"},"cwd":"/tmp","timeout_ms":500}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            t,
+            McpTransport::stdio("node")
+                .args(["s.js"])
+                .env("A", "1")
+                .cwd("/tmp")
+                .timeout(Duration::from_millis(500))
+                .into()
+        );
+        assert_eq!(t.timeout(), Duration::from_millis(500));
+        let t = McpTransport::from_json(
+            r#"{"type":"http","url":"http://127.0.0.1:1/mcp","bearer_token":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(t.timeout(), DEFAULT_TIMEOUT);
+        let e = McpTransport::from_json(r#"{"type":"stdio","command":"x","argz":[]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("argz"), "{e}");
+        let e = McpTransport::from_json(r#"{"type":"pigeon"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pigeon"), "{e}");
+        let e = McpTransport::from_json(r#"{"type":"http","url":"ftp://x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("http://"), "{e}");
+        let e = McpTransport::from_json(r#"{"type":"stdio","command":"x","timeout_ms":0}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("timeout_ms"), "{e}");
+    }
+}
