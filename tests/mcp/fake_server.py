@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""A misbehaving MCP server over stdio, for the MCP client's fault tests.
+
+Standard library only. Tools (all answered on their own thread, so several
+calls can be in flight):
+  echo(text)          -> "echo: <text>"
+  slow(ms, text)      -> "<text>" after ms milliseconds
+  fail(message)       -> an isError result with the message
+  rpc_error()         -> a JSON-RPC error (-32001, "the database is locked")
+  crash()             -> writes to stderr and exits with status 7 mid-call
+  hang()              -> never answers
+  garbage()           -> writes a line that is not JSON, never answers
+  media()             -> text, image and embedded resource content
+  ping_client()       -> pings the client and answers once it replied
+  add_tool()          -> adds the tool `late` and notifies tools/list_changed
+Options:
+  --exit-early        print an error to stderr and exit 3 before reading
+  --protocol V        answer initialize with protocol version V
+  --page-size N       tools/list pages of N tools (default 3)
+"""
+
+import json
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+if "--exit-early" in args:
+    sys.stderr.write("fake-server: cannot open database /nonexistent/db.sqlite\n")
+    sys.stderr.flush()
+    sys.exit(3)
+
+protocol = None
+page_size = 3
+if "--protocol" in args:
+    protocol = args[args.index("--protocol") + 1]
+if "--page-size" in args:
+    page_size = int(args[args.index("--page-size") + 1])
+
+out_lock = threading.Lock()
+pending_pings = {}
+
+
+def send(message):
+    with out_lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def text_result(text, is_error=False):
+    return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def schema(**props):
+    return {
+        "type": "object",
+        "properties": {k: {"type": v} for k, v in props.items()},
+        "required": list(props),
+    }
+
+
+tools = [
+    {"name": "echo", "description": "Echo the text", "inputSchema": schema(text="string")},
+    {"name": "slow", "description": "Answer after ms", "inputSchema": schema(ms="integer", text="string")},
+    {"name": "fail", "description": "Fail with a message", "inputSchema": schema(message="string")},
+    {"name": "rpc_error", "description": "Answer with a JSON-RPC error", "inputSchema": schema()},
+    {"name": "crash", "description": "Exit mid-call", "inputSchema": schema()},
+    {"name": "hang", "description": "Never answer", "inputSchema": schema()},
+    {"name": "garbage", "description": "Write a line that is not JSON", "inputSchema": schema()},
+    {"name": "media", "description": "Text, image and resource content", "inputSchema": schema()},
+    {"name": "ping_client", "description": "Ping the client", "inputSchema": schema()},
+    {"name": "add_tool", "description": "Add the tool `late`", "inputSchema": schema()},
+]
+
+
+def call_tool(request_id, name, arguments):
+    if name == "echo":
+        send({"jsonrpc": "2.0", "id": request_id, "result": text_result("echo: " + arguments["text"])})
+    elif name == "slow":
+        time.sleep(arguments["ms"] / 1000)
+        send({"jsonrpc": "2.0", "id": request_id, "result": text_result(arguments["text"])})
+    elif name == "fail":
+        send({"jsonrpc": "2.0", "id": request_id, "result": text_result(arguments["message"], True)})
+    elif name == "rpc_error":
+        send({"jsonrpc": "2.0", "id": request_id,
+              "error": {"code": -32001, "message": "the database is locked"}})
+    elif name == "crash":
+        sys.stderr.write("fake-server: segmentation fault (simulated)\n")
+        sys.stderr.flush()
+        import os
+        os._exit(7)
+    elif name == "hang":
+        pass
+    elif name == "garbage":
+        with out_lock:
+            sys.stdout.write("Traceback (most recent call last): this is not JSON\n")
+            sys.stdout.flush()
+    elif name == "media":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [
+            {"type": "text", "text": "a picture:"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "memo://note", "mimeType": "text/plain", "text": "remember"}},
+        ]}})
+    elif name == "ping_client":
+        event = threading.Event()
+        ping_id = "ping-%s" % request_id
+        pending_pings[ping_id] = event
+        send({"jsonrpc": "2.0", "id": ping_id, "method": "ping"})
+        answered = event.wait(5)
+        send({"jsonrpc": "2.0", "id": request_id,
+              "result": text_result("pong received" if answered else "no pong")})
+    elif name == "add_tool":
+        if not any(t["name"] == "late" for t in tools):
+            tools.append({"name": "late", "description": "Added later", "inputSchema": schema()})
+        send({"jsonrpc": "2.0", "id": request_id, "result": text_result("added")})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    elif name == "late":
+        send({"jsonrpc": "2.0", "id": request_id, "result": text_result("late tool here")})
+    else:
+        send({"jsonrpc": "2.0", "id": request_id,
+              "error": {"code": -32602, "message": "Unknown tool: " + name}})
+
+
+def handle(message):
+    method = message.get("method")
+    request_id = message.get("id")
+    if method is None:
+        event = pending_pings.pop(request_id, None)
+        if event is not None:
+            event.set()
+        return
+    if method == "initialize":
+        version = protocol or message["params"]["protocolVersion"]
+        send({"jsonrpc": "2.0", "id": request_id, "result": {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "fake-server", "version": "1.0.0"},
+        }})
+    elif method == "tools/list":
+        start = int((message.get("params") or {}).get("cursor", "0"))
+        page = tools[start:start + page_size]
+        result = {"tools": page}
+        if start + page_size < len(tools):
+            result["nextCursor"] = str(start + page_size)
+        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+    elif method == "tools/call":
+        params = message["params"]
+        threading.Thread(
+            target=call_tool,
+            args=(request_id, params["name"], params.get("arguments") or {}),
+            daemon=True,
+        ).start()
+    elif request_id is not None:
+        send({"jsonrpc": "2.0", "id": request_id,
+              "error": {"code": -32601, "message": "Method not found: " + method}})
+
+
+for line in sys.stdin:
+    if line.strip():
+        handle(json.loads(line))
