@@ -10,6 +10,7 @@ calls can be in flight):
   crash()             -> writes to stderr and exits with status 7 mid-call
   hang()              -> never answers
   garbage()           -> writes a line that is not JSON, never answers
+  close_stdout()      -> closes its stdout mid-call and keeps running
   media()             -> text, image and embedded resource content
   ping_client()       -> pings the client and answers once it replied
   add_tool()          -> adds the tool `late` and notifies tools/list_changed
@@ -67,6 +68,7 @@ tools = [
     {"name": "crash", "description": "Exit mid-call", "inputSchema": schema()},
     {"name": "hang", "description": "Never answer", "inputSchema": schema()},
     {"name": "garbage", "description": "Write a line that is not JSON", "inputSchema": schema()},
+    {"name": "close_stdout", "description": "Close stdout mid-call", "inputSchema": schema()},
     {"name": "media", "description": "Text, image and resource content", "inputSchema": schema()},
     {"name": "ping_client", "description": "Ping the client", "inputSchema": schema()},
     {"name": "add_tool", "description": "Add the tool `late`", "inputSchema": schema()},
@@ -95,6 +97,13 @@ def call_tool(request_id, name, arguments):
         with out_lock:
             sys.stdout.write("Traceback (most recent call last): this is not JSON\n")
             sys.stdout.flush()
+    elif name == "close_stdout":
+        import os
+        sys.stderr.write("fake-server: closing stdout\n")
+        sys.stderr.flush()
+        with out_lock:
+            os.close(1)
+        time.sleep(60)
     elif name == "media":
         send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [
             {"type": "text", "text": "a picture:"},

@@ -406,6 +406,33 @@ fn garbage_on_stdout_fails_the_call_in_flight_and_the_server_keeps_serving() {
 }
 
 #[test]
+fn a_closed_pipe_fails_the_call_in_flight_at_once() {
+    let client = McpClient::connect("fake", &fake(&[]).into()).unwrap();
+    let started = Instant::now();
+    let e = client
+        .call_tool("close_stdout", json!({}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "waited for the timeout"
+    );
+    assert!(
+        e.contains("closed its stdout but is still running") && e.contains("closing stdout"),
+        "{e}"
+    );
+    let e = client
+        .call_tool("echo", json!({"text": "x"}))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("closed its stdout"), "{e}");
+    // Closing kills the process that would not exit by itself.
+    let started = Instant::now();
+    client.close();
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
 fn a_server_that_exits_at_start_names_the_command_and_its_stderr() {
     let e = McpClient::connect("db", &fake(&["--exit-early"]).into()).unwrap_err();
     assert_eq!(e.code(), ErrorCode::Mcp);
@@ -490,9 +517,9 @@ fn pagination_negotiation_content_and_server_requests() {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.len(), 11, "{names:?}");
     assert_eq!(names[0], "echo");
-    assert_eq!(names[9], "add_tool");
+    assert_eq!(names[10], "add_tool");
     assert_eq!(
         client.handshake().unwrap().protocol_version,
         PROTOCOL_VERSIONS[0]
@@ -546,7 +573,7 @@ fn federation_names_lists_changes_and_removal() {
     let agent = agent_with(&MockBackend::new());
     let info = agent.add_mcp_server("fake", fake(&[])).unwrap();
     assert_eq!(info.server_name, "fake-server");
-    assert_eq!(info.tools.len(), 10);
+    assert_eq!(info.tools.len(), 11);
     assert!(info.tools.iter().all(|t| t.starts_with("fake__")));
     let echo = agent
         .tools()
@@ -558,7 +585,7 @@ fn federation_names_lists_changes_and_removal() {
 
     // Two servers with the same tools live side by side.
     agent.add_mcp_server("twin", fake(&[])).unwrap();
-    assert_eq!(agent.tools().len(), 20);
+    assert_eq!(agent.tools().len(), 22);
     let e = agent.add_mcp_server("twin", fake(&[])).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
     for bad in ["", "has space", "a__b", &"x".repeat(40)] {
@@ -586,7 +613,7 @@ fn federation_names_lists_changes_and_removal() {
             assert!(Instant::now() < deadline, "the list change was not applied");
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert_eq!(agent2.mcp_servers()[0].tools.len(), 11);
+        assert_eq!(agent2.mcp_servers()[0].tools.len(), 12);
         response
     };
     assert_eq!(response.tool_calls[0].result, Some(json!("added")));
@@ -595,7 +622,7 @@ fn federation_names_lists_changes_and_removal() {
     assert!(agent.remove_mcp_server("fake"));
     assert!(!agent.remove_mcp_server("fake"));
     let names: Vec<String> = agent.tools().into_iter().map(|t| t.name).collect();
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), 11);
     assert!(names.iter().all(|n| n.starts_with("twin__")), "{names:?}");
 }
 
