@@ -413,6 +413,63 @@ enum zoo_status zoo_chat_cancel(const struct zoo_chat *chat);
 void zoo_chat_free(struct zoo_chat *chat);
 
 /**
+ * Connects the agent to an MCP server and registers each of its tools as
+ * `{name}__{tool}` (the server's JSON schema validates the arguments and
+ * constrains the call grammar). Blocks for the handshake and the tool list.
+ *
+ * `name`: 1 to 32 letters, digits, `_` or `-`, without `__`, not already
+ * added. `transport_json` describes the server, either a process on stdio:
+ * `{"type": "stdio", "command": "npx", "args": ["-y", "pkg"], "env": {"K": "V"},
+ * "cwd": "/dir", "timeout_ms": 60000}` (only `command` is required; `env` adds
+ * to this process's environment), or Streamable HTTP:
+ * `{"type": "http", "url": "https://host/mcp", "bearer_token": "...",
+ * "headers": {"X": "y"}, "timeout_ms": 60000}` (only `url` is required).
+ * `timeout_ms` bounds every request (default 60 s).
+ *
+ * On success, if `out_info_json` is not NULL, `*out_info_json` is a JSON
+ * object `{"name", "server_name", "server_version", "protocol_version",
+ * "tools": [registered names], "skipped": [reasons]}` to free with
+ * `zoo_string_free`.
+ *
+ * A tool call that fails at the server (an `isError` result, a JSON-RPC
+ * error, a crash, a timeout, malformed output) is a tool error the model
+ * reads, never a chat failure. The server's tools follow its
+ * `notifications/tools/list_changed`.
+ *
+ * Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or transport, a bad or
+ * duplicate name), `ZOO_INVALID_JSON` (a malformed description; the message
+ * names the field) or `ZOO_MCP` (the server could not start or answer: the
+ * message names the command or URL and what the process wrote on stderr).
+ */
+enum zoo_status zoo_agent_add_mcp_server(const struct zoo_agent *agent,
+                                         const char *name,
+                                         const char *transport_json,
+                                         char **out_info_json,
+                                         char **out_error);
+
+/**
+ * Closes the MCP server added as `name` (a process gets its stdin closed,
+ * then is killed if it has not exited within 2 s, and is reaped) and
+ * unregisters its tools. `*out_removed` (may be NULL) says whether such a
+ * server was added; removing an unknown name is not an error.
+ *
+ * Returns `ZOO_INVALID_ARGUMENT` for a NULL agent or name.
+ */
+enum zoo_status zoo_agent_remove_mcp_server(const struct zoo_agent *agent,
+                                            const char *name,
+                                            bool *out_removed,
+                                            char **out_error);
+
+/**
+ * The MCP servers added to the agent, as a JSON array of the objects
+ * `zoo_agent_add_mcp_server` describes. `*out_json` is freed with
+ * `zoo_string_free`.
+ */
+enum zoo_status zoo_agent_mcp_servers_json(const struct zoo_agent *agent,
+                                           char **out_json,
+                                           char **out_error);
+
+/**
  * Loads a GGUF model.
  *
  * `params_json` may be NULL or a JSON object with `gpu_layers` (default 0;

@@ -21,6 +21,7 @@
 mod agent;
 mod boundary;
 mod chat;
+mod mcp;
 mod model;
 mod status;
 mod strings;
@@ -28,6 +29,7 @@ mod tool;
 
 pub use agent::*;
 pub use chat::*;
+pub use mcp::*;
 pub use model::*;
 pub use status::*;
 pub use strings::*;

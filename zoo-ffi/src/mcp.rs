@@ -1,0 +1,108 @@
+//! MCP servers: tools from Model Context Protocol servers, federated into an
+//! agent as `{name}__{tool}`.
+
+use std::ffi::c_char;
+
+use zoo_core::McpTransport;
+
+use crate::agent::zoo_agent;
+use crate::boundary::{guard, handle_arg, into_c_string, out_arg, str_arg, OutPtr};
+use crate::status::zoo_status;
+
+/// Connects the agent to an MCP server and registers each of its tools as
+/// `{name}__{tool}` (the server's JSON schema validates the arguments and
+/// constrains the call grammar). Blocks for the handshake and the tool list.
+///
+/// `name`: 1 to 32 letters, digits, `_` or `-`, without `__`, not already
+/// added. `transport_json` describes the server, either a process on stdio:
+/// `{"type": "stdio", "command": "npx", "args": ["-y", "pkg"], "env": {"K": "V"},
+/// "cwd": "/dir", "timeout_ms": 60000}` (only `command` is required; `env` adds
+/// to this process's environment), or Streamable HTTP:
+/// `{"type": "http", "url": "https://host/mcp", "bearer_token": "...",
+/// "headers": {"X": "y"}, "timeout_ms": 60000}` (only `url` is required).
+/// `timeout_ms` bounds every request (default 60 s).
+///
+/// On success, if `out_info_json` is not NULL, `*out_info_json` is a JSON
+/// object `{"name", "server_name", "server_version", "protocol_version",
+/// "tools": [registered names], "skipped": [reasons]}` to free with
+/// `zoo_string_free`.
+///
+/// A tool call that fails at the server (an `isError` result, a JSON-RPC
+/// error, a crash, a timeout, malformed output) is a tool error the model
+/// reads, never a chat failure. The server's tools follow its
+/// `notifications/tools/list_changed`.
+///
+/// Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or transport, a bad or
+/// duplicate name), `ZOO_INVALID_JSON` (a malformed description; the message
+/// names the field) or `ZOO_MCP` (the server could not start or answer: the
+/// message names the command or URL and what the process wrote on stderr).
+#[no_mangle]
+pub extern "C" fn zoo_agent_add_mcp_server(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    transport_json: *const c_char,
+    out_info_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out: Option<OutPtr<*mut c_char>> = if out_info_json.is_null() {
+            None
+        } else {
+            Some(out_arg(out_info_json, "out_info_json")?)
+        };
+        let agent = handle_arg(agent, "agent")?;
+        let name = str_arg(name, "name")?;
+        let transport = McpTransport::from_json(str_arg(transport_json, "transport_json")?)?;
+        let info = agent.agent.add_mcp_server(name, transport)?;
+        if let Some(out) = out {
+            out.write(into_c_string(serde_json::to_string(&info)?));
+        }
+        Ok(())
+    })
+}
+
+/// Closes the MCP server added as `name` (a process gets its stdin closed,
+/// then is killed if it has not exited within 2 s, and is reaped) and
+/// unregisters its tools. `*out_removed` (may be NULL) says whether such a
+/// server was added; removing an unknown name is not an error.
+///
+/// Returns `ZOO_INVALID_ARGUMENT` for a NULL agent or name.
+#[no_mangle]
+pub extern "C" fn zoo_agent_remove_mcp_server(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    out_removed: *mut bool,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out: Option<OutPtr<bool>> = if out_removed.is_null() {
+            None
+        } else {
+            Some(out_arg(out_removed, "out_removed")?)
+        };
+        let agent = handle_arg(agent, "agent")?;
+        let removed = agent.agent.remove_mcp_server(str_arg(name, "name")?);
+        if let Some(out) = out {
+            out.write(removed);
+        }
+        Ok(())
+    })
+}
+
+/// The MCP servers added to the agent, as a JSON array of the objects
+/// `zoo_agent_add_mcp_server` describes. `*out_json` is freed with
+/// `zoo_string_free`.
+#[no_mangle]
+pub extern "C" fn zoo_agent_mcp_servers_json(
+    agent: *const zoo_agent,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_json, "out_json")?;
+        let agent = handle_arg(agent, "agent")?;
+        let json = serde_json::to_string(&agent.agent.mcp_servers())?;
+        out.write(into_c_string(json));
+        Ok(())
+    })
+}
