@@ -42,6 +42,10 @@
     X(free_agent_during_blocking_chat, 15)   \
     X(chat_callbacks_freed_once, 10)         \
     X(concurrent_chats, 20)                  \
+    /* test_mcp.c */                         \
+    X(mcp_errors, 30)                        \
+    X(mcp_fake_server_in_a_chat, 30)         \
+    X(mcp_everything_stdio, 60)              \
     /* test_real.c */                        \
     X(real_model_load_and_metadata, 60)      \
     X(real_quick_chat, 30)                   \
