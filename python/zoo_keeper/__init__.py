@@ -12,6 +12,7 @@
 """
 
 from ._agent import Agent, ChatStream, Model
+from ._mcp import McpServerInfo
 from ._native import (
     AgentNotRunningError,
     ContextOverflowError,
@@ -48,6 +49,7 @@ __all__ = [
     "InvalidJsonError",
     "InvalidMessageSequenceError",
     "McpError",
+    "McpServerInfo",
     "Metrics",
     "Model",
     "ModelLoadError",

@@ -7,12 +7,14 @@ import atexit
 import dataclasses
 import inspect
 import json
+import os
 import queue
 import threading
 import weakref
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _native
+from ._mcp import McpServerInfo, transport_json
 from ._response import Event, Response, Token
 from ._schema import convert_arguments, function_schema
 
@@ -146,6 +148,44 @@ class Agent:
 
     def unregister_tool(self, name: str) -> bool:
         return self._native.unregister_tool(name)
+
+    # -- MCP servers -------------------------------------------------------
+
+    def add_mcp_server(
+        self,
+        name: str,
+        command: Optional[Union[str, "os.PathLike[str]"]] = None,
+        *,
+        args: Sequence[Union[str, "os.PathLike[str]"]] = (),
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
+        url: Optional[str] = None,
+        bearer_token: Optional[str] = None,
+        headers: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> McpServerInfo:
+        """Connects an MCP server and registers each of its tools as
+        `{name}__{tool}`, validated and constrained by the server's schema.
+
+        Either `command` (with `args`, `env` added to this process's
+        environment, `cwd`) starts a server on stdio, or `url` (with
+        `bearer_token`, `headers`) reaches one over Streamable HTTP.
+        `timeout` (seconds, default 60) bounds every request. A failing call
+        (an error result, a crash, a timeout) is a tool error the model
+        reads. Raises `McpError` when the server cannot start or answer,
+        naming the command or URL and what the process wrote on stderr."""
+        description = transport_json(command, args, env, cwd, url, bearer_token, headers, timeout)
+        return McpServerInfo._from_json(self._native.add_mcp_server(name, description))
+
+    def remove_mcp_server(self, name: str) -> bool:
+        """Closes the server and unregisters its tools; returns whether it
+        was added."""
+        return self._native.remove_mcp_server(name)
+
+    @property
+    def mcp_servers(self) -> List[McpServerInfo]:
+        """The MCP servers added, by name."""
+        return [McpServerInfo._from_dict(d) for d in json.loads(self._native.mcp_servers_json())]
 
     # -- chat --------------------------------------------------------------
 

@@ -204,6 +204,29 @@ impl NativeAgent {
         Ok(self.agent()?.unregister_tool(name))
     }
 
+    /// Connects an MCP server described by `transport_json` (the C ABI's
+    /// JSON form) and registers its tools as `{name}__{tool}`; returns the
+    /// server's description as JSON. The GIL is released meanwhile.
+    fn add_mcp_server(&self, py: Python<'_>, name: &str, transport_json: &str) -> PyResult<String> {
+        let transport = zoo_core::McpTransport::from_json(transport_json).py_err()?;
+        let agent = self.agent()?;
+        let info = py
+            .detach(move || agent.add_mcp_server(name, transport))
+            .py_err()?;
+        serde_json::to_string(&info).map_err(|e| to_py(Error::from(e)))
+    }
+
+    /// Closes an MCP server and unregisters its tools; whether it was added.
+    fn remove_mcp_server(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let agent = self.agent()?;
+        Ok(py.detach(move || agent.remove_mcp_server(name)))
+    }
+
+    /// The MCP servers added, as a JSON array.
+    fn mcp_servers_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.agent()?.mcp_servers()).map_err(|e| to_py(Error::from(e)))
+    }
+
     /// Chats and blocks (GIL released) until the reply is complete; returns
     /// the response JSON. An exception in a callback stops the chat and is
     /// raised here; Ctrl-C cancels the chat and raises KeyboardInterrupt.

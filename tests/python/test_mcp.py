@@ -1,0 +1,168 @@
+"""MCP servers from Python, on the mock backend: the fake server's faults
+(tests/mcp/fake_server.py) and the real @modelcontextprotocol servers
+installed by scripts/fetch-mcp-servers."""
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import zoo_keeper as zk
+from conftest import ROOT, tool_call
+
+FAKE = str(ROOT / "tests" / "mcp" / "fake_server.py")
+SERVERS = ROOT / "tests" / "mcp" / "node_modules" / "@modelcontextprotocol"
+
+
+def npm_server(package: str) -> str:
+    path = SERVERS / package / "dist" / "index.js"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run scripts/fetch-mcp-servers to install the MCP test servers")
+    return str(path)
+
+
+def mock_agent(*replies: str) -> zk.Agent:
+    return zk.Agent(_mock_replies=list(replies))
+
+
+def test_fake_server_tools_results_and_errors_in_a_chat():
+    with mock_agent(
+        tool_call("fake__echo", {"text": "from Python"}),
+        tool_call("fake__fail", {"message": "disk full"}),
+        tool_call("fake__rpc_error", {}),
+        "Done.",
+    ) as agent:
+        info = agent.add_mcp_server("fake", sys.executable, args=[FAKE], timeout=10)
+        assert isinstance(info, zk.McpServerInfo)
+        assert info.name == "fake" and info.server_name == "fake-server"
+        assert info.tools[0] == "fake__echo" and len(info.tools) == 11
+        assert agent.mcp_servers == [info]
+        response = agent.chat("go")
+        assert response.text == "Done."
+        assert response.tool_calls[0].result == "echo: from Python"
+        assert response.tool_calls[1].error == "tool `fake__fail` failed: disk full"
+        assert "the database is locked" in response.tool_calls[2].error
+        assert "JSON-RPC error -32001" in response.tool_calls[2].error
+        assert agent.remove_mcp_server("fake") is True
+        assert agent.remove_mcp_server("fake") is False
+        assert agent.mcp_servers == []
+
+
+def test_env_and_cwd_reach_the_server(tmp_path: pathlib.Path):
+    script = tmp_path / "where.py"
+    # A wrapper that checks its environment and directory, then runs the fake.
+    script.write_text(
+        "import os, runpy, sys\n"
+        "assert os.environ['ZOO_TEST_VAR'] == 'set', 'env not passed'\n"
+        f"assert os.getcwd() == {str(tmp_path)!r}, os.getcwd()\n"
+        f"sys.argv = [{FAKE!r}]\n"
+        f"runpy.run_path({FAKE!r}, run_name='__main__')\n"
+    )
+    with mock_agent(tool_call("w__echo", {"text": "ok"}), "done") as agent:
+        agent.add_mcp_server("w", sys.executable, args=[script], env={"ZOO_TEST_VAR": "set"}, cwd=tmp_path)
+        assert agent.chat("go").tool_calls[0].result == "echo: ok"
+
+
+def test_startup_failures_and_bad_arguments():
+    with mock_agent() as agent:
+        with pytest.raises(zk.McpError) as failure:
+            agent.add_mcp_server("db", sys.executable, args=[FAKE, "--exit-early"])
+        assert failure.value.code == 14
+        message = str(failure.value)
+        assert "fake_server.py --exit-early" in message
+        assert "cannot open database /nonexistent/db.sqlite" in message
+        assert "exit status: 3" in message
+        with pytest.raises(zk.McpError, match="/nonexistent/zoo-mcp"):
+            agent.add_mcp_server("nope", "/nonexistent/zoo-mcp")
+        with pytest.raises(zk.InvalidArgumentError):
+            agent.add_mcp_server("bad name", sys.executable, args=[FAKE])
+        with pytest.raises(TypeError, match="exactly one"):
+            agent.add_mcp_server("x")
+        with pytest.raises(TypeError, match="exactly one"):
+            agent.add_mcp_server("x", "cmd", url="http://127.0.0.1:1/mcp")
+        with pytest.raises(TypeError, match="apply to url"):
+            agent.add_mcp_server("x", "cmd", bearer_token="t")
+        with pytest.raises(TypeError, match="list of strings"):
+            agent.add_mcp_server("x", "cmd", args="--flag")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout"):
+            agent.add_mcp_server("x", "cmd", timeout=0)
+        assert agent.mcp_servers == []
+
+
+def test_crash_and_hang_are_tool_errors_and_the_agent_goes_on():
+    with mock_agent(
+        tool_call("slow__hang", {}),
+        tool_call("slow__echo", {"text": "after the hang"}),
+        tool_call("fake__crash", {}),
+        "survived",
+        "still answering",
+    ) as agent:
+        agent.add_mcp_server("fake", sys.executable, args=[FAKE])
+        agent.add_mcp_server("slow", sys.executable, args=[FAKE], timeout=0.5)
+        started = time.monotonic()
+        response = agent.chat("go")
+        assert time.monotonic() - started < 10
+        assert "no answer to `tools/call` within 500 ms" in response.tool_calls[0].error
+        assert response.tool_calls[1].result == "echo: after the hang"
+        assert "segmentation fault (simulated)" in response.tool_calls[2].error
+        assert response.text == "survived"
+        assert agent.chat("again").text == "still answering"
+
+
+def test_everything_over_stdio_through_the_agent():
+    with mock_agent(tool_call("everything__get-sum", {"a": 40, "b": 2}), "It is 42.") as agent:
+        info = agent.add_mcp_server("everything", "node", args=[npm_server("server-everything"), "stdio"], timeout=30)
+        assert "everything__echo" in info.tools
+        response = agent.chat("40 + 2?")
+        assert "42" in response.tool_calls[0].result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_everything_over_streamable_http_through_the_agent():
+    port = free_port()
+    server = subprocess.Popen(
+        ["node", npm_server("server-everything"), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, "the HTTP server exited at start"
+                assert time.monotonic() < deadline, "the HTTP server did not listen within 20 s"
+                time.sleep(0.05)
+        with mock_agent(tool_call("web__echo", {"message": "over HTTP"}), "ok") as agent:
+            info = agent.add_mcp_server("web", url=f"http://127.0.0.1:{port}/mcp", bearer_token="unused", timeout=30)
+            assert info.protocol_version
+            assert agent.chat("go").tool_calls[0].result == "Echo: over HTTP"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_filesystem_server_confined_to_a_temp_dir(tmp_path: pathlib.Path):
+    root = tmp_path.resolve()
+    (root / "note.txt").write_text("a note")
+    with mock_agent(
+        tool_call("fs__read_text_file", {"path": str(root / "note.txt")}),
+        tool_call("fs__read_text_file", {"path": "/etc/hostname"}),
+        "read it",
+    ) as agent:
+        agent.add_mcp_server("fs", "node", args=[npm_server("server-filesystem"), root], timeout=30)
+        response = agent.chat("read the note")
+        assert response.tool_calls[0].result == "a note"
+        assert response.tool_calls[1].error is not None
