@@ -246,6 +246,89 @@ fn everything_over_streamable_http() {
     assert!(e.contains("http://127.0.0.1:9/mcp"), "{e}");
 }
 
+/// `tests/mcp/fake_http_server.py` on a free port; ends when dropped.
+struct FakeHttp {
+    child: Child,
+    url: String,
+}
+
+impl FakeHttp {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .arg(repo().join("tests/mcp/fake_http_server.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .expect("the fake HTTP server prints its port");
+        FakeHttp {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for FakeHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_json_replies_session_token_and_list_changed_on_the_event_stream() {
+    let server = FakeHttp::start();
+    let transport = HttpTransport::new(&server.url)
+        .bearer_token("secret")
+        .timeout(Duration::from_secs(10));
+    let mock = MockBackend::with_script([
+        MockReply::tool_calls(&[
+            ("h__echo", json!({"text": "json reply"})),
+            ("h__add_tool", json!({})),
+        ]),
+        MockReply::text("ok"),
+    ]);
+    let agent = agent_with(&mock);
+    let info = agent.add_mcp_server("h", transport).unwrap();
+    assert_eq!(info.tools, ["h__echo", "h__add_tool"]);
+    let response = agent.chat("go", ChatOptions::new()).wait().unwrap();
+    assert_eq!(
+        response.tool_calls[0].result,
+        Some(json!("echo: json reply"))
+    );
+    assert_eq!(response.tool_calls[1].result, Some(json!("added")));
+    // The change notice comes on the GET event stream.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !agent.tools().iter().any(|t| t.name == "h__late") {
+        assert!(Instant::now() < deadline, "the list change was not applied");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(agent.remove_mcp_server("h"));
+    assert!(agent.tools().is_empty());
+
+    // A wrong token: the status, the server's reason and a hint.
+    let e = McpClient::connect(
+        "h",
+        &HttpTransport::new(&server.url).bearer_token("wrong").into(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("HTTP 401")
+            && e.contains("bad or missing bearer token")
+            && e.contains("check the bearer token"),
+        "{e}"
+    );
+}
+
 #[test]
 fn filesystem_over_stdio_confined_to_a_temp_dir() {
     let dir = TempDir::new("fs");

@@ -5,6 +5,8 @@
 //! `ureq`, so MCP needs no async runtime.
 
 use std::io::BufReader;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -32,6 +34,8 @@ pub(crate) struct HttpConnection {
     timeout: Duration,
     session_id: Mutex<Option<String>>,
     protocol_version: Mutex<Option<String>>,
+    /// Set on close, so the listener drops what arrives after it.
+    closed: Arc<AtomicBool>,
 }
 
 impl HttpConnection {
@@ -54,6 +58,7 @@ impl HttpConnection {
             timeout,
             session_id: Mutex::new(None),
             protocol_version: Mutex::new(None),
+            closed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -73,19 +78,29 @@ impl HttpConnection {
     }
 
     fn with_headers<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        if let Some(token) = &self.config.bearer_token {
-            request = request.header("Authorization", format!("Bearer {token}"));
-        }
-        if let Some(id) = self.session_id.lock().as_deref() {
-            request = request.header(SESSION_HEADER, id);
-        }
-        if let Some(version) = self.protocol_version.lock().as_deref() {
-            request = request.header(VERSION_HEADER, version);
-        }
-        for (name, value) in &self.config.headers {
+        for (name, value) in self.headers() {
             request = request.header(name, value);
         }
         request
+    }
+
+    /// The headers every request carries: authorization, the session, the
+    /// protocol version and the configured extras.
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = Vec::new();
+        if let Some(token) = &self.config.bearer_token {
+            headers.push(("Authorization".to_string(), format!("Bearer {token}")));
+        }
+        if let Some(id) = self.session_id.lock().as_deref() {
+            headers.push((SESSION_HEADER.to_string(), id.to_string()));
+        }
+        if let Some(version) = self.protocol_version.lock().as_deref() {
+            headers.push((VERSION_HEADER.to_string(), version.to_string()));
+        }
+        for (name, value) in &self.config.headers {
+            headers.push((name.clone(), value.clone()));
+        }
+        headers
     }
 }
 
@@ -212,8 +227,62 @@ impl Transport for HttpConnection {
         }
     }
 
+    /// Opens the GET event stream on which the server sends what it says
+    /// unasked (`tools/list_changed`, pings, log messages). Optional in the
+    /// spec: a server that answers 405 has none, and that is fine.
+    fn start_listening(&self) {
+        let mut request = self
+            .agent
+            .get(&self.config.url)
+            .header("Accept", "text/event-stream");
+        for (name, value) in self.headers() {
+            request = request.header(name, value);
+        }
+        let (server, url) = (self.server.clone(), self.config.url.clone());
+        let (router, closed) = (self.router.clone(), self.closed.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("zoo-mcp-{server}-events"))
+            .spawn(move || {
+                // No timeout: the stream is meant to stay open; it ends when
+                // the session is deleted on close.
+                let mut response = match request.call() {
+                    Ok(response) => response,
+                    Err(e) => {
+                        tracing::debug!(target: "zoo_core::mcp", server = %server, "no event stream at {url}: {e}");
+                        return;
+                    }
+                };
+                let is_stream = response
+                    .headers()
+                    .get("content-type")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+                if !response.status().is_success() || !is_stream {
+                    tracing::debug!(target: "zoo_core::mcp", server = %server, "no event stream at {url}: HTTP {}", response.status());
+                    return;
+                }
+                let mut reader = BufReader::new(response.body_mut().as_reader());
+                let outcome = sse::read_events(&mut reader, |data| {
+                    if closed.load(Ordering::SeqCst) {
+                        return false;
+                    }
+                    if !data.trim().is_empty() {
+                        router.deliver_text(data);
+                    }
+                    true
+                });
+                if let Err(e) = outcome {
+                    tracing::debug!(target: "zoo_core::mcp", server = %server, "the event stream ended: {e}");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(target: "zoo_core::mcp", server = %self.server, "cannot start the event-stream listener: {e}");
+        }
+    }
+
     /// Ends the session at the server (`DELETE`), when it gave one.
     fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         let Some(id) = self.session_id.lock().take() else {
             return;
         };

@@ -22,6 +22,9 @@ pub(crate) trait Transport: Send + Sync {
     fn close(&self);
     /// The negotiated protocol version (HTTP sends it in a header).
     fn set_protocol_version(&self, _version: &str) {}
+    /// The session is initialized: start listening for messages the server
+    /// sends unasked, where the transport needs a channel for them (HTTP).
+    fn start_listening(&self) {}
 }
 
 /// A JSON-RPC connection to one server.
@@ -90,6 +93,11 @@ impl RpcClient {
     /// Records the negotiated protocol version.
     pub(crate) fn set_protocol_version(&self, version: &str) {
         self.transport.set_protocol_version(version);
+    }
+
+    /// See [`Transport::start_listening`].
+    pub(crate) fn start_listening(&self) {
+        self.transport.start_listening();
     }
 
     /// Sends a notification.

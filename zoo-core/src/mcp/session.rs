@@ -163,7 +163,9 @@ impl McpClient {
         };
         self.rpc.set_protocol_version(version);
         let _ = self.handshake.set(handshake);
-        self.rpc.notify("notifications/initialized", None)
+        self.rpc.notify("notifications/initialized", None)?;
+        self.rpc.start_listening();
+        Ok(())
     }
 
     /// The name this client was connected under.
