@@ -1,0 +1,437 @@
+//! `NativeAgent` and `NativeChat`: the agent, its tools and its chats.
+//!
+//! A chat's tokens, events and result travel through one ordered queue
+//! (`Outbox`) to one JS function, so every `onToken` has run before the
+//! chat's Promise settles. The inference thread appends to the queue and
+//! wakes the JS thread only when the queue was empty; the JS side takes
+//! everything queued at each wake-up, so a burst of tokens costs one
+//! thread crossing, not one per token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::{AsyncTask, ClassInstance, FnArgs, Function, Promise};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status, Task};
+use napi_derive::napi;
+use parking_lot::Mutex;
+use serde_json::Value;
+use zoo_core::{
+    Agent, ChatHandle, ChatOptions, Config, Error, Message, MockBackend, MockReply, Response, Tool,
+    ToolChoice,
+};
+
+use crate::errors::{integer, message, to_napi, IntoNapi};
+use crate::model::NativeModel;
+use crate::tools::{self, ToolFunction};
+
+/// Item kinds in a drained batch (see `Outbox`).
+const TOKEN: u32 = 0;
+const EVENT: u32 = 1;
+const RESPONSE: u32 = 2;
+const ERROR: u32 = 3;
+
+/// What a chat sends to JavaScript, in order.
+enum Item {
+    Token(String),
+    Event(String),
+    Done(zoo_core::Result<String>),
+}
+
+type Queue = Arc<Mutex<Vec<Item>>>;
+
+/// The JS function that receives a batch: `(kinds, texts)`.
+type DrainFunction = ThreadsafeFunction<(), (), FnArgs<(Vec<u32>, Vec<String>)>, Status, false>;
+
+/// One chat's ordered queue to JavaScript. Strong (ref'd) while the chat is
+/// queued or running, so a pending `await agent.chat()` keeps Node alive;
+/// released when the engine drops the chat's callbacks after the result.
+struct Outbox {
+    queue: Queue,
+    drain: DrainFunction,
+    finished: bool,
+}
+
+impl Outbox {
+    fn push(&mut self, item: Item) {
+        if self.finished {
+            return;
+        }
+        self.finished = matches!(item, Item::Done(_));
+        let was_empty = {
+            let mut queue = self.queue.lock();
+            let was_empty = queue.is_empty();
+            queue.push(item);
+            was_empty
+        };
+        if was_empty {
+            // Unbounded queue: non-blocking calls fail only while Node
+            // shuts down, when nobody is left to read the chat anyway.
+            self.drain.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        // The engine always reports a result; this is the safety net that
+        // keeps a JS Promise from waiting forever if it ever did not.
+        if !self.finished {
+            self.push(Item::Done(Err(Error::Internal(
+                "the chat ended without a result".into(),
+            ))));
+        }
+    }
+}
+
+/// Moves the queued items into two JS arrays: kinds and texts.
+fn take_batch(queue: &Queue) -> FnArgs<(Vec<u32>, Vec<String>)> {
+    let items = std::mem::take(&mut *queue.lock());
+    let mut kinds = Vec::with_capacity(items.len());
+    let mut texts = Vec::with_capacity(items.len());
+    for item in items {
+        let (kind, text) = match item {
+            Item::Token(text) => (TOKEN, text),
+            Item::Event(json) => (EVENT, json),
+            Item::Done(Ok(json)) => (RESPONSE, json),
+            Item::Done(Err(error)) => (ERROR, message(error.code(), &error.to_string())),
+        };
+        kinds.push(kind);
+        texts.push(text);
+    }
+    FnArgs::from((kinds, texts))
+}
+
+/// An agent (wrapped by the package's `Agent`).
+#[napi]
+pub struct NativeAgent {
+    agent: Mutex<Option<Arc<Agent>>>,
+}
+
+impl NativeAgent {
+    fn agent(&self) -> napi::Result<Arc<Agent>> {
+        self.agent
+            .lock()
+            .clone()
+            .ok_or_else(|| to_napi(Error::AgentNotRunning("the agent is closed".into())))
+    }
+}
+
+#[napi]
+impl NativeAgent {
+    /// Registers a tool. `handler(argumentsJson)` is the package's wrapper:
+    /// a Promise of `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
+    #[napi]
+    pub fn register_tool(
+        &self,
+        name: String,
+        description: String,
+        schema_json: String,
+        handler: Function<'_, String, Promise<String>>,
+    ) -> napi::Result<()> {
+        let schema: Value = serde_json::from_str(&schema_json)
+            .map_err(|e| to_napi(Error::InvalidJson(format!("tool schema: {e}"))))?;
+        let agent = self.agent()?;
+        let function: ToolFunction = tools::tool_function(handler)?;
+        let tool = Tool::new(name, description, schema, move |arguments| {
+            tools::call(&function, &arguments)
+        })
+        .napi_err()?;
+        agent.register_tool(tool);
+        Ok(())
+    }
+
+    /// Removes a tool; returns whether it existed.
+    #[napi]
+    pub fn unregister_tool(&self, name: String) -> napi::Result<bool> {
+        Ok(self.agent()?.unregister_tool(&name))
+    }
+
+    /// Starts a chat and returns at once. `drain(kinds, texts)` receives the
+    /// chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
+    /// last), 3 an error (`[zoo:CODE] message`, last).
+    #[napi]
+    pub fn chat(
+        &self,
+        message: String,
+        drain: Function<'_, FnArgs<(Vec<u32>, Vec<String>)>, ()>,
+        tool_choice: Option<String>,
+        max_tokens: Option<f64>,
+        rag_context: Option<String>,
+    ) -> napi::Result<NativeChat> {
+        let agent = self.agent()?;
+        let mut options = ChatOptions::new();
+        options.tool_choice = tool_choice
+            .as_deref()
+            .map(ToolChoice::parse)
+            .transpose()
+            .napi_err()?;
+        options.max_tokens = max_tokens
+            .map(|n| integer("maxTokens", n, 1, i64::from(u32::MAX)))
+            .transpose()?
+            .map(|n| n as u32);
+        options.rag_context = rag_context;
+
+        let queue: Queue = Arc::default();
+        let batch_queue = queue.clone();
+        let drain: DrainFunction = drain
+            .build_threadsafe_function::<()>()
+            .callee_handled::<false>()
+            .build_callback(move |_context| Ok(take_batch(&batch_queue)))?;
+        let outbox = Arc::new(Mutex::new(Outbox {
+            queue,
+            drain,
+            finished: false,
+        }));
+        let tokens = outbox.clone();
+        let events = outbox.clone();
+        options = options
+            .on_token(move |text| tokens.lock().push(Item::Token(text.to_string())))
+            .on_event(move |event| events.lock().push(Item::Event(event.to_json())))
+            .on_complete(move |result| {
+                let done = result.as_ref().map(Response::to_json).map_err(Clone::clone);
+                outbox.lock().push(Item::Done(done));
+            });
+        Ok(NativeChat {
+            handle: agent.chat(message, options),
+        })
+    }
+
+    /// Cancels the chat in flight; it ends as `cancelled` within ~100 ms.
+    #[napi]
+    pub fn stop(&self) -> napi::Result<()> {
+        self.agent()?.stop();
+        Ok(())
+    }
+
+    /// The conversation as JSON (never waits for a running chat).
+    #[napi]
+    pub fn history_json(&self) -> napi::Result<String> {
+        serde_json::to_string(&self.agent()?.history())
+            .map_err(|e| to_napi(Error::Internal(format!("history: {e}"))))
+    }
+
+    /// Replaces the conversation (a JSON array of messages), after the
+    /// chats queued before it, off the JS thread.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_history_json(&self, json: String) -> napi::Result<AsyncTask<AgentJob>> {
+        let messages: Vec<Message> = serde_json::from_str(&json)
+            .map_err(|e| to_napi(Error::InvalidJson(format!("history: {e}"))))?;
+        self.job(move |agent| agent.set_history(messages))
+    }
+
+    /// Forgets the conversation, keeping the system prompt.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn clear_history(&self) -> napi::Result<AsyncTask<AgentJob>> {
+        self.job(|agent| agent.clear_history())
+    }
+
+    /// Sets or (with null) removes the system prompt.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_system_prompt(&self, prompt: Option<String>) -> napi::Result<AsyncTask<AgentJob>> {
+        self.job(move |agent| agent.set_system_prompt(prompt))
+    }
+
+    /// The lifecycle state's name (`idle`, `processing`, ...).
+    #[napi(getter)]
+    pub fn state(&self) -> napi::Result<String> {
+        let state = self.agent()?.state();
+        Ok(serde_json::to_value(state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default())
+    }
+
+    /// Chats waiting behind the one in flight.
+    #[napi(getter)]
+    pub fn queue_depth(&self) -> napi::Result<u32> {
+        Ok(u32::try_from(self.agent()?.queue_depth()).unwrap_or(u32::MAX))
+    }
+
+    /// Whether the agent has been closed.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.agent.lock().is_none()
+    }
+
+    /// Shuts the agent down off the JS thread: cancels its chat, fails
+    /// queued ones and waits for its inference thread. Resolves to whether
+    /// the thread finished. Idempotent.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn close(&self) -> AsyncTask<CloseAgent> {
+        AsyncTask::new(CloseAgent {
+            agent: self.agent.lock().take(),
+            timeout: None,
+        })
+    }
+
+    /// Shuts the agent down on this thread, waiting at most `timeoutMs` for
+    /// its inference thread; for process exit, when no JS tool can run any
+    /// more. Returns whether the thread finished.
+    #[napi]
+    pub fn close_within(&self, timeout_ms: f64) -> napi::Result<bool> {
+        let timeout = integer("timeoutMs", timeout_ms, 0, 86_400_000)?;
+        let mut task = CloseAgent {
+            agent: self.agent.lock().take(),
+            timeout: Some(Duration::from_millis(timeout as u64)),
+        };
+        task.compute()
+    }
+}
+
+impl NativeAgent {
+    fn job(
+        &self,
+        run: impl FnOnce(&Agent) -> zoo_core::Result<()> + Send + 'static,
+    ) -> napi::Result<AsyncTask<AgentJob>> {
+        Ok(AsyncTask::new(AgentJob {
+            agent: self.agent()?,
+            run: Some(Box::new(run)),
+        }))
+    }
+}
+
+impl Drop for NativeAgent {
+    fn drop(&mut self) {
+        // Garbage-collected without close(): join the inference thread on a
+        // thread of its own, never on the JS thread, which a running JS tool
+        // may be waiting for.
+        if let Some(agent) = self.agent.get_mut().take() {
+            let _ = std::thread::Builder::new()
+                .name("zoo-node-drop".into())
+                .spawn(move || drop(agent));
+        }
+    }
+}
+
+/// A history or system-prompt change, run on a libuv worker thread
+/// because it waits for the chats queued before it.
+pub struct AgentJob {
+    agent: Arc<Agent>,
+    run: Option<Box<dyn FnOnce(&Agent) -> zoo_core::Result<()> + Send>>,
+}
+
+impl Task for AgentJob {
+    type Output = ();
+    type JsValue = ();
+
+    fn compute(&mut self) -> napi::Result<()> {
+        match self.run.take() {
+            Some(run) => run(&self.agent).napi_err(),
+            None => Ok(()),
+        }
+    }
+
+    fn resolve(&mut self, _env: Env, _output: ()) -> napi::Result<()> {
+        Ok(())
+    }
+}
+
+/// Closes an agent (see `NativeAgent::close`).
+pub struct CloseAgent {
+    agent: Option<Arc<Agent>>,
+    timeout: Option<Duration>,
+}
+
+impl Task for CloseAgent {
+    type Output = bool;
+    type JsValue = bool;
+
+    fn compute(&mut self) -> napi::Result<bool> {
+        let Some(agent) = self.agent.take() else {
+            return Ok(true);
+        };
+        Ok(match Arc::try_unwrap(agent) {
+            Ok(agent) => match self.timeout {
+                Some(limit) => agent.close_within(limit),
+                None => {
+                    drop(agent);
+                    true
+                }
+            },
+            // A history job still holds it; it ends (AgentNotRunning) and
+            // drops the last reference.
+            Err(shared) => {
+                shared.stop();
+                false
+            }
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, finished: bool) -> napi::Result<bool> {
+        Ok(finished)
+    }
+}
+
+/// Creates an agent on a libuv worker thread (loading the model there).
+pub struct CreateAgent {
+    config: Option<Config>,
+    model: Option<zoo_core::Model>,
+    mock: Option<(Vec<String>, Duration)>,
+}
+
+impl Task for CreateAgent {
+    type Output = Agent;
+    type JsValue = NativeAgent;
+
+    fn compute(&mut self) -> napi::Result<Agent> {
+        let config = self.config.take().unwrap_or_default();
+        match (self.mock.take(), self.model.take()) {
+            (Some((replies, delay)), _) => {
+                let mock = MockBackend::with_script(replies.into_iter().map(MockReply::text));
+                mock.set_piece_delay(delay);
+                Agent::with_backend(mock, config)
+            }
+            (None, Some(model)) => Agent::with_model(model, config),
+            (None, None) => Agent::create(config),
+        }
+        .napi_err()
+    }
+
+    fn resolve(&mut self, _env: Env, agent: Agent) -> napi::Result<NativeAgent> {
+        Ok(NativeAgent {
+            agent: Mutex::new(Some(Arc::new(agent))),
+        })
+    }
+}
+
+/// Starts an agent off the JS thread. `configJson` holds the config keys
+/// (snake_case JSON); `model` shares a loaded model; `mockReplies` (tests
+/// only) runs on a scripted mock backend streaming each reply in pieces,
+/// `mockDelayMs` apart.
+#[napi(ts_return_type = "Promise<NativeAgent>")]
+pub fn create_agent(
+    config_json: String,
+    model: Option<ClassInstance<'_, NativeModel>>,
+    mock_replies: Option<Vec<String>>,
+    mock_delay_ms: Option<f64>,
+) -> napi::Result<AsyncTask<CreateAgent>> {
+    let config = Config::from_json(&config_json).napi_err()?;
+    let delay = integer("mockDelayMs", mock_delay_ms.unwrap_or(0.0), 0, 60_000)?;
+    Ok(AsyncTask::new(CreateAgent {
+        config: Some(config),
+        model: model.map(|m| m.model.clone()),
+        mock: mock_replies.map(|replies| (replies, Duration::from_millis(delay as u64))),
+    }))
+}
+
+/// A chat started with `NativeAgent.chat`.
+#[napi]
+pub struct NativeChat {
+    handle: ChatHandle,
+}
+
+#[napi]
+impl NativeChat {
+    /// Cancels the chat; it still delivers its (partial) result.
+    #[napi]
+    pub fn cancel(&self) {
+        self.handle.cancel();
+    }
+
+    /// Whether the chat has ended.
+    #[napi(getter)]
+    pub fn done(&self) -> bool {
+        self.handle.is_finished()
+    }
+}

@@ -1,0 +1,24 @@
+//! The native module of the `zoo-keeper` npm package: the napi-rs binding
+//! of Zoo-Keeper. It calls the `zoo-core` API directly; the JavaScript
+//! surface (camelCase config, `ZooError`, Promises, async iterators,
+//! `AbortSignal`) lives in `node/lib`.
+//!
+//! Threading: models and agents are created, closed and have their history
+//! changed on libuv worker threads, never blocking the JS thread. A chat's
+//! callbacks reach JS through one strong threadsafe function per chat
+//! (released when the chat ends); tools through one weak threadsafe
+//! function each, so neither keeps a finished script alive.
+
+mod agent;
+mod errors;
+mod model;
+mod tools;
+
+pub use agent::{create_agent, AgentJob, CloseAgent, CreateAgent, NativeAgent, NativeChat};
+pub use model::{load_model, LoadModel, NativeModel};
+
+/// The version of the native module (the workspace version).
+#[napi_derive::napi]
+pub fn native_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}

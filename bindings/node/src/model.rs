@@ -1,0 +1,72 @@
+//! `NativeModel`: a GGUF file loaded once and shared by several agents.
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+use zoo_core::{Model, ModelParams};
+
+use crate::errors::{integer, IntoNapi};
+
+/// A loaded model (wrapped by the package's `Model`).
+#[napi]
+pub struct NativeModel {
+    pub(crate) model: Model,
+}
+
+#[napi]
+impl NativeModel {
+    /// The path it was loaded from.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.model.path().to_string()
+    }
+
+    /// GGUF metadata as JSON: `chat_template`, `architecture`, `name`.
+    #[napi]
+    pub fn metadata_json(&self) -> String {
+        let meta = self.model.metadata();
+        serde_json::json!({
+            "chat_template": meta.chat_template,
+            "architecture": meta.architecture,
+            "name": meta.name,
+        })
+        .to_string()
+    }
+}
+
+/// Loads a model on a libuv worker thread.
+pub struct LoadModel {
+    path: String,
+    params: ModelParams,
+}
+
+impl Task for LoadModel {
+    type Output = Model;
+    type JsValue = NativeModel;
+
+    fn compute(&mut self) -> napi::Result<Model> {
+        Model::load(&self.path, self.params.clone()).napi_err()
+    }
+
+    fn resolve(&mut self, _env: Env, model: Model) -> napi::Result<NativeModel> {
+        Ok(NativeModel { model })
+    }
+}
+
+/// Loads a GGUF file off the JavaScript thread. `gpuLayers` is -1 (all)
+/// or more.
+#[napi(ts_return_type = "Promise<NativeModel>")]
+pub fn load_model(
+    path: String,
+    gpu_layers: f64,
+    use_mmap: bool,
+) -> napi::Result<AsyncTask<LoadModel>> {
+    let gpu_layers = integer("gpuLayers", gpu_layers, -1, i64::from(i32::MAX))? as i32;
+    Ok(AsyncTask::new(LoadModel {
+        path,
+        params: ModelParams {
+            gpu_layers,
+            use_mmap,
+        },
+    }))
+}

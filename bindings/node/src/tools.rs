@@ -1,0 +1,150 @@
+//! JavaScript tools: the handler runs on the JS thread through a weak
+//! threadsafe function, and the inference thread waits for its result.
+//!
+//! The package wraps every user handler in an `async` function that never
+//! rejects: it resolves to `{"ok":true,"value":...}` or
+//! `{"ok":false,"error":"TypeError: ..."}` (`node/lib/agent.js`). So a sync
+//! or async handler, one that throws and one that rejects all come back the
+//! same way, as a Promise of a JSON string; a failure becomes a tool error
+//! the model reads, never an exception in Node.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+
+use napi::bindgen_prelude::{Function, Promise};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use serde_json::Value;
+
+/// A tool handler callable from any thread. Weak: a registered tool does
+/// not keep the Node process alive.
+pub type ToolFunction = ThreadsafeFunction<String, Promise<String>, String, Status, false, true>;
+
+/// Makes the threadsafe function for a wrapped handler.
+pub fn tool_function(handler: Function<'_, String, Promise<String>>) -> napi::Result<ToolFunction> {
+    handler
+        .build_threadsafe_function::<String>()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build()
+}
+
+/// Calls the JS handler with the arguments and waits for its result. Runs
+/// on the inference thread, which must never be the JS thread.
+pub fn call(function: &ToolFunction, arguments: &Value) -> Result<Value, String> {
+    let (sender, receiver) = mpsc::sync_channel(1);
+    let status = function.call_with_return_value(
+        arguments.to_string(),
+        ThreadsafeFunctionCallMode::Blocking,
+        move |returned, _env| {
+            // The receiver only goes away if the inference thread did.
+            let _ = sender.send(returned);
+            Ok(())
+        },
+    );
+    if status != Status::Ok {
+        return Err(format!(
+            "the JavaScript handler could not be called ({status}): Node is shutting down"
+        ));
+    }
+    // A dropped sender means Node tore the function down before calling it.
+    let promise = receiver
+        .recv()
+        .map_err(|_| "Node shut down before the JavaScript handler ran".to_string())?
+        .map_err(|error| format!("the JavaScript handler failed: {}", error.reason))?;
+    let envelope = block_on(promise)
+        .map_err(|error| format!("the JavaScript handler failed: {}", error.reason))?;
+    unwrap_envelope(&envelope)
+}
+
+/// Reads the wrapper's `{"ok": ..., "value" | "error": ...}`.
+fn unwrap_envelope(text: &str) -> Result<Value, String> {
+    let mut envelope: Value = serde_json::from_str(text)
+        .map_err(|e| format!("the tool wrapper returned invalid JSON: {e}"))?;
+    if envelope["ok"] == Value::Bool(true) {
+        Ok(envelope["value"].take())
+    } else {
+        Err(envelope["error"]
+            .as_str()
+            .unwrap_or("the tool failed without a message")
+            .to_string())
+    }
+}
+
+/// Wakes the parked inference thread when the Promise settles.
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs a future to completion on this thread (the Promise is settled by
+/// the JS thread; this one only parks until it is woken).
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes() {
+        assert_eq!(
+            unwrap_envelope(r#"{"ok":true,"value":{"a":1}}"#),
+            Ok(serde_json::json!({"a": 1}))
+        );
+        assert_eq!(unwrap_envelope(r#"{"ok":true}"#), Ok(Value::Null));
+        assert_eq!(
+            unwrap_envelope(r#"{"ok":false,"error":"Error: boom"}"#),
+            Err("Error: boom".to_string())
+        );
+        assert!(unwrap_envelope("nope").is_err());
+    }
+
+    #[test]
+    fn block_on_waits_for_another_thread() {
+        let (sender, receiver) = std::sync::mpsc::channel::<u32>();
+        let value = Arc::new(parking_lot::Mutex::new(None));
+        struct Later(std::sync::mpsc::Receiver<u32>);
+        impl Future for Later {
+            type Output = u32;
+            fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+                match self.0.try_recv() {
+                    Ok(v) => Poll::Ready(v),
+                    Err(_) => {
+                        let waker = cx.waker().clone();
+                        std::thread::spawn(move || {
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                            waker.wake();
+                        });
+                        Poll::Pending
+                    }
+                }
+            }
+        }
+        let v = value.clone();
+        let t = std::thread::spawn(move || *v.lock() = Some(block_on(Later(receiver))));
+        sender.send(7).unwrap();
+        t.join().unwrap();
+        assert_eq!(*value.lock(), Some(7));
+    }
+}

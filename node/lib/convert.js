@@ -1,0 +1,111 @@
+'use strict'
+// Names at the edge: Node sees camelCase keys; the engine's JSON is
+// snake_case. User data (tool arguments and results) is never renamed.
+
+const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
+const snake = (key) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+/** Renames the keys of a flat object of numbers (usage, metrics). */
+function camelKeys(object) {
+  const out = {}
+  for (const [key, value] of Object.entries(object ?? {})) out[camel(key)] = value
+  return out
+}
+
+// Integer keys and their ranges, checked here so that the error names the
+// key (JSON numbers never wrap, but serde's message would not name it).
+const U32 = [0, 4294967295]
+const INTEGER_KEYS = {
+  contextSize: U32, batchSize: U32, threads: U32, gpuLayers: [-1, 2147483647], seed: U32,
+  topK: U32, maxTokens: U32, maxToolIterations: U32, maxToolRetries: U32,
+}
+
+/**
+ * Config object (camelCase) to the engine's JSON keys; returns the JSON or
+ * throws `[key, reason]` for an integer key out of range.
+ */
+function configToJson(config) {
+  const out = {}
+  for (const [key, value] of Object.entries(config)) {
+    if (value === undefined) continue
+    const range = INTEGER_KEYS[key]
+    if (range && value !== null && !(Number.isInteger(value) && value >= range[0] && value <= range[1])) {
+      throw [key, `must be an integer from ${range[0]} to ${range[1]}, got ${typeof value === 'number' ? value : JSON.stringify(value)}`]
+    }
+    out[snake(key)] = value
+  }
+  return JSON.stringify(out)
+}
+
+/** Puts the camelCase key back into an engine message that names a snake_case one. */
+function camelMessage(message) {
+  return message.replace(/`([a-z]+(?:_[a-z0-9]+)+)`/g, (_, key) => `\`${camel(key)}\``)
+}
+
+function toolCall(call) {
+  return { id: call.id, name: call.name, arguments: call.arguments }
+}
+
+function toMessage(m) {
+  const out = { role: m.role, content: m.content }
+  if (m.tool_calls?.length) out.toolCalls = m.tool_calls.map(toolCall)
+  if (m.tool_call_id != null) out.toolCallId = m.tool_call_id
+  if (m.name != null) out.name = m.name
+  if (m.is_error) out.isError = true
+  return out
+}
+
+function fromMessage(m) {
+  if (m === null || typeof m !== 'object') return m
+  const out = { role: m.role, content: m.content ?? '' }
+  if (m.toolCalls !== undefined) out.tool_calls = m.toolCalls
+  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId
+  if (m.name !== undefined) out.name = m.name
+  if (m.isError !== undefined) out.is_error = m.isError
+  return out
+}
+
+function toolCallRecord(r) {
+  const out = { id: r.id, name: r.name, arguments: r.arguments, durationMs: r.duration_ms }
+  if ('result' in r) out.result = r.result
+  if ('error' in r) out.error = r.error
+  return out
+}
+
+function toolErrorRecord(r) {
+  return { tool: r.tool, kind: r.kind, message: r.message, attempt: r.attempt }
+}
+
+function toResponse(r) {
+  return {
+    text: r.text,
+    stopReason: r.stop_reason,
+    toolCalls: r.tool_calls.map(toolCallRecord),
+    toolErrors: r.tool_errors.map(toolErrorRecord),
+    usage: camelKeys(r.usage),
+    metrics: camelKeys(r.metrics),
+  }
+}
+
+function toEvent(e) {
+  switch (e.type) {
+    case 'iteration_started':
+      return { type: e.type, iteration: e.iteration }
+    case 'tool_call_started':
+      return { type: e.type, id: e.id, name: e.name, arguments: e.arguments }
+    case 'tool_call_finished': {
+      const out = { type: e.type, id: e.id, name: e.name, durationMs: e.duration_ms }
+      if ('result' in e) out.result = e.result
+      if ('error' in e) out.error = e.error
+      return out
+    }
+    case 'tool_error':
+      return { type: e.type, ...toolErrorRecord(e) }
+    case 'history_pruned':
+      return { type: e.type, messages: e.messages.map(toMessage) }
+    default:
+      return camelKeys(e)
+  }
+}
+
+module.exports = { configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent }
