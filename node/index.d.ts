@@ -23,7 +23,7 @@ export declare class NativeAgent {
    * chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
    * last), 3 an error (`[zoo:CODE] message`, last).
    */
-  chat(message: string, drain: (arg: [Array<number>, Array<string>]) => void, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null): NativeChat
+  chat(message: string, drain: (arg0: Array<number>, arg1: Array<string>) => void, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null): NativeChat
   /** Cancels the chat in flight; it ends as `cancelled` within ~100 ms. */
   stop(): void
   /** The conversation as JSON (never waits for a running chat). */
@@ -32,11 +32,11 @@ export declare class NativeAgent {
    * Replaces the conversation (a JSON array of messages), after the
    * chats queued before it, off the JS thread.
    */
-  setHistoryJson(json: string): Promise<unknown>
+  setHistoryJson(json: string): Promise<void>
   /** Forgets the conversation, keeping the system prompt. */
-  clearHistory(): Promise<unknown>
+  clearHistory(): Promise<void>
   /** Sets or (with null) removes the system prompt. */
-  setSystemPrompt(prompt?: string | undefined | null): Promise<unknown>
+  setSystemPrompt(prompt?: string | undefined | null): Promise<void>
   /** The lifecycle state's name (`idle`, `processing`, ...). */
   get state(): string
   /** Chats waiting behind the one in flight. */
@@ -48,7 +48,7 @@ export declare class NativeAgent {
    * queued ones and waits for its inference thread. Resolves to whether
    * the thread finished. Idempotent.
    */
-  close(): Promise<unknown>
+  close(): Promise<boolean>
   /**
    * Shuts the agent down on this thread, waiting at most `timeoutMs` for
    * its inference thread; for process exit, when no JS tool can run any
@@ -79,13 +79,13 @@ export declare class NativeModel {
  * only) runs on a scripted mock backend streaming each reply in pieces,
  * `mockDelayMs` apart.
  */
-export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, mockReplies?: Array<string> | undefined | null, mockDelayMs?: number | undefined | null): Promise<unknown>
+export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, mockReplies?: Array<string> | undefined | null, mockDelayMs?: number | undefined | null): Promise<NativeAgent>
 
 /**
  * Loads a GGUF file off the JavaScript thread. `gpuLayers` is -1 (all)
  * or more.
  */
-export declare function loadModel(path: string, gpuLayers: number, useMmap: boolean): Promise<unknown>
+export declare function loadModel(path: string, gpuLayers: number, useMmap: boolean): Promise<NativeModel>
 
 /** The version of the native module (the workspace version). */
 export declare function nativeVersion(): string
