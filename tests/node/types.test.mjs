@@ -1,0 +1,68 @@
+// The package's TypeScript declarations: examples/node/agent.ts compiles
+// against them with `tsc --noEmit --strict`, and misuse does not.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import { ROOT, CONSUMER, consumerRequire } from './helpers.mjs'
+
+const tsc = consumerRequire.resolve('typescript/bin/tsc')
+
+function typecheck(files) {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-'))
+  try {
+    writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: 'es2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          skipLibCheck: false,
+          types: ['node'],
+          typeRoots: [path.join(CONSUMER, 'node_modules', '@types')],
+          baseUrl: '.',
+          paths: { 'zoo-keeper': [path.join(CONSUMER, 'node_modules', 'zoo-keeper')] },
+        },
+        files: files.map((f) => (path.isAbsolute(f) ? f : path.join(dir, f))),
+      }),
+    )
+    return { dir, run: spawnSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8' }) }
+  } finally {
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  }
+}
+
+test('examples/node/agent.ts compiles against index.d.ts and lib/zoo-keeper.d.ts', () => {
+  const { run } = typecheck([path.join(ROOT, 'examples', 'node', 'agent.ts'), path.join(CONSUMER, 'node_modules', 'zoo-keeper', 'index.d.ts')])
+  assert.equal(run.status, 0, run.stdout + run.stderr)
+})
+
+test('misuse of the API is a type error', () => {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-bad-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const bad = path.join(dir, 'bad.ts')
+  writeFileSync(
+    bad,
+    [
+      "import { Agent } from 'zoo-keeper'",
+      'async function f(): Promise<void> {',
+      "  const agent = await Agent.create({ modelPath: 'm.gguf', threads: 'two' })",
+      "  const r = await agent.chat('hi', { onToken: (t: number) => t })",
+      '  const n: number = r.text',
+      "  agent.registerTool({ description: 'no name' }, () => 1)",
+      '}',
+      'void f',
+    ].join('\n'),
+  )
+  const { run } = typecheck([bad])
+  assert.notEqual(run.status, 0)
+  const output = run.stdout + run.stderr
+  assert.match(output, /bad\.ts\(3,/)
+  assert.match(output, /bad\.ts\(4,/)
+  assert.match(output, /bad\.ts\(5,/)
+  assert.match(output, /bad\.ts\(6,/)
+})
