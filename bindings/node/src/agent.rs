@@ -40,8 +40,14 @@ enum Item {
 
 type Queue = Arc<Mutex<Vec<Item>>>;
 
+/// A batch of items as the JS arguments `(kinds, texts)`.
+type Batch = FnArgs<(Vec<u32>, Vec<String>)>;
+
+/// A history or system-prompt change to run on the agent.
+type AgentChange = Box<dyn FnOnce(&Agent) -> zoo_core::Result<()> + Send>;
+
 /// The JS function that receives a batch: `(kinds, texts)`.
-type DrainFunction = ThreadsafeFunction<(), (), FnArgs<(Vec<u32>, Vec<String>)>, Status, false>;
+type DrainFunction = ThreadsafeFunction<(), (), Batch, Status, false>;
 
 /// One chat's ordered queue to JavaScript. Strong (ref'd) while the chat is
 /// queued or running, so a pending `await agent.chat()` keeps Node alive;
@@ -85,7 +91,7 @@ impl Drop for Outbox {
 }
 
 /// Moves the queued items into two JS arrays: kinds and texts.
-fn take_batch(queue: &Queue) -> FnArgs<(Vec<u32>, Vec<String>)> {
+fn take_batch(queue: &Queue) -> Batch {
     let items = std::mem::take(&mut *queue.lock());
     let mut kinds = Vec::with_capacity(items.len());
     let mut texts = Vec::with_capacity(items.len());
@@ -154,7 +160,7 @@ impl NativeAgent {
     pub fn chat(
         &self,
         message: String,
-        drain: Function<'_, FnArgs<(Vec<u32>, Vec<String>)>, ()>,
+        drain: Function<'_, Batch, ()>,
         tool_choice: Option<String>,
         max_tokens: Option<f64>,
         rag_context: Option<String>,
@@ -308,7 +314,7 @@ impl Drop for NativeAgent {
 /// because it waits for the chats queued before it.
 pub struct AgentJob {
     agent: Arc<Agent>,
-    run: Option<Box<dyn FnOnce(&Agent) -> zoo_core::Result<()> + Send>>,
+    run: Option<AgentChange>,
 }
 
 impl Task for AgentJob {

@@ -49,26 +49,3 @@ pub fn integer(name: &str, value: f64, min: i64, max: i64) -> napi::Result<i64> 
         )))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_are_range_checked() {
-        assert_eq!(integer("n", 5.0, 0, 10).unwrap(), 5);
-        for bad in [-1.0, 11.0, 2.5, f64::NAN, f64::INFINITY] {
-            let error = integer("n", bad, 0, 10).unwrap_err();
-            assert!(error.reason.starts_with("[zoo:1] "), "{}", error.reason);
-        }
-    }
-
-    #[test]
-    fn messages_carry_the_code() {
-        let error = to_napi(Error::config("threads", "must be at most 1024"));
-        assert_eq!(
-            error.reason,
-            "[zoo:2] invalid config `threads`: must be at most 1024"
-        );
-    }
-}

@@ -45,7 +45,7 @@ impl Task for LoadModel {
     type JsValue = NativeModel;
 
     fn compute(&mut self) -> napi::Result<Model> {
-        Model::load(&self.path, self.params.clone()).napi_err()
+        Model::load(&self.path, self.params).napi_err()
     }
 
     fn resolve(&mut self, _env: Env, model: Model) -> napi::Result<NativeModel> {
