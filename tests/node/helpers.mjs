@@ -8,7 +8,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 
 // The package as a consumer installed it (`npm install ./node` in
 // scripts/test-node), not the source folder.
-export const CONSUMER = process.env.ZOO_NODE_CONSUMER ?? path.join(ROOT, 'target', 'node-consumer')
+export const CONSUMER = path.resolve(process.env.ZOO_NODE_CONSUMER ?? path.join(ROOT, 'target', 'node-consumer'))
 if (!existsSync(path.join(CONSUMER, 'node_modules', 'zoo-keeper'))) {
   throw new Error(`zoo-keeper is not installed in ${CONSUMER}: run scripts/test-node`)
 }
