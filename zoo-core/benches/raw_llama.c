@@ -6,20 +6,18 @@
  * It loads the model, makes a context (n_ctx, batch = ubatch, threads),
  * tokenizes the already rendered chat prompt the way LlamaBackend does
  * (special tokens parsed, BOS added only when the model wants one and the
- * text does not start with it), decodes it in chunks, then generates up to
+ * text does not start with it), decodes it a batch per llama_decode call
+ * (as LlamaBackend::decode_prompt does), then generates up to
  * n_gen tokens greedily one at a time (sampler chain: greedy), stopping
  * early only at an end-of-generation token, as the engine does. It prints
  * one JSON line with prompt and generation tokens per second.
  *
  *   raw_llama --model M.gguf --prompt-file P.txt [--n-gen 128] [--threads 2]
- *             [--batch 512] [--ctx 2048] [--chunk N | --chunk adaptive]
+ *             [--batch 512] [--ctx 2048] [--chunk N]
  *
- * --chunk N decodes the prompt N tokens per llama_decode call (default: the
- * batch size, i.e. one call for a prompt that fits). --chunk adaptive copies
- * the engine's policy (LlamaBackend::decode_prompt/adapt_chunk): start at
- * min(batch, 64), then size each chunk to take about 40 ms, clamped to
- * [16, batch]; the chunks used and the time of each are printed so the cost
- * of chunking (and how long one uninterruptible decode call takes) is visible.
+ * --chunk N decodes the prompt N tokens per llama_decode call instead of a
+ * batch (at most the batch size); the chunks and the time of each are
+ * printed, which shows what small decode calls cost.
  *
  * The prompt timer covers the prompt's llama_decode calls only (the engine's
  * prompt_ms also includes rendering and tokenizing, well under 1 ms here);
@@ -92,7 +90,6 @@ static int decode(struct llama_context *ctx, struct llama_batch *batch, const ll
 int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt_path = NULL;
     int n_gen = 128, threads = 2, n_batch = 512, n_ctx = 2048, fixed_chunk = 0;
-    bool adaptive = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -105,10 +102,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--batch")) n_batch = atoi(v);
         else if (!strcmp(a, "--ctx")) n_ctx = atoi(v);
-        else if (!strcmp(a, "--chunk")) {
-            if (!strcmp(v, "adaptive")) adaptive = true;
-            else fixed_chunk = atoi(v);
-        } else {
+        else if (!strcmp(a, "--chunk")) fixed_chunk = atoi(v);
+        else {
             fprintf(stderr, "raw_llama: unknown option %s\n", a);
             return 1;
         }
@@ -163,9 +158,6 @@ int main(int argc, char **argv) {
 
     struct llama_batch batch = llama_batch_init(n_batch, 0, 1);
     int chunk = fixed_chunk > 0 ? fixed_chunk : n_batch;
-    if (adaptive) {
-        chunk = n_batch < 64 ? n_batch : 64;
-    }
     if (chunk > n_batch) {
         chunk = n_batch;
     }
@@ -186,10 +178,6 @@ int main(int argc, char **argv) {
             chunks[n_chunks++] = take;
         }
         done += take;
-        if (adaptive && take >= 16 && took > 0) {
-            int fit = (int)(40.0 / (took / take));
-            chunk = fit < 16 ? 16 : fit > n_batch ? n_batch : fit;
-        }
     }
     double prompt_ms = now_ms() - t0;
 
@@ -212,7 +200,7 @@ int main(int argc, char **argv) {
     printf("{\"side\":\"raw\",\"chunk\":\"%s\",\"prompt_tokens\":%d,\"prompt_ms\":%.3f,"
            "\"prompt_tps\":%.2f,\"gen_tokens\":%d,\"gen_ms\":%.3f,\"gen_tps\":%.2f,"
            "\"threads\":%d,\"batch\":%d,\"n_ctx\":%d,\"chunks\":[",
-           adaptive ? "adaptive" : "fixed", n_prompt, prompt_ms, n_prompt * 1000.0 / prompt_ms,
+           fixed_chunk > 0 ? "fixed" : "batch", n_prompt, prompt_ms, n_prompt * 1000.0 / prompt_ms,
            generated, gen_ms, generated * 1000.0 / gen_ms, threads, n_batch, n_ctx);
     for (int i = 0; i < n_chunks; i++) {
         printf(i ? ",%d" : "%d", chunks[i]);

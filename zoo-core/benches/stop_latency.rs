@@ -2,8 +2,8 @@
 //! from the call to `stop()` until the chat's handle resolves.
 //!
 //! Why: the engine promises that a stopped chat ends within 100 ms, during
-//! generation and during a long prompt decode (the prompt is decoded in
-//! chunks sized to about 40 ms, with the cancel flag checked between them).
+//! generation and during a long prompt decode (the prompt is decoded in full
+//! batches, and llama.cpp's abort callback reads the cancel flag mid-batch).
 //! The goal here is p99 under 50 ms.
 //!
 //! - generation: 50 chats that ask for a long story (greedy, 2 threads);

@@ -4,7 +4,7 @@
 //! interleaved; run alone, this prints one JSON line for one measurement.
 //!
 //! Why: the engine wraps llama.cpp in an agent (template rendering, prompt
-//! decode in short cancellable chunks, streaming, stop-string matching), and
+//! decode with a cancel flag llama.cpp checks, streaming, stop-string matching), and
 //! none of that should cost throughput compared with llama.cpp's own loop.
 //!
 //! One measurement is one chat on a fresh agent (`Agent::with_model`,

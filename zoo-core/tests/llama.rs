@@ -362,6 +362,54 @@ fn stop_cancels_generation_and_prompt_decode_within_100ms() {
 }
 
 #[test]
+fn a_stop_inside_a_prompt_batch_leaves_a_cache_that_matches_a_fresh_decode() {
+    let _serial = serial();
+    // About 1,240 tokens: five 256-token batches, each taking far longer
+    // than a stop may, so the stop lands inside one and llama.cpp aborts it.
+    let long = format!(
+        "{}Summarize this in one sentence.",
+        "The quick brown fox jumps over the lazy dog. ".repeat(120)
+    );
+    let config = greedy().context_size(4096).batch_size(256).max_tokens(12);
+
+    // A fresh agent's answer, and how long the whole prompt takes here.
+    let fresh = Agent::with_model(smollm2(), config.clone())
+        .unwrap()
+        .chat(long.clone(), ChatOptions::new())
+        .wait()
+        .unwrap();
+    assert_eq!(fresh.usage.cached_tokens, 0);
+    assert!(!fresh.text.is_empty());
+
+    // Stopped halfway through the prompt: two or three batches are done.
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    let handle = agent.chat(long.clone(), ChatOptions::new());
+    std::thread::sleep(Duration::from_secs_f64(fresh.metrics.prompt_ms / 2000.0));
+    let stop = Instant::now();
+    agent.stop();
+    let stopped = handle.wait().unwrap();
+    let latency = stop.elapsed();
+    assert_eq!(stopped.stop_reason, StopReason::Cancelled);
+    assert_eq!(stopped.usage.completion_tokens, 0, "{stopped:?}");
+    assert!(
+        latency < Duration::from_millis(100),
+        "prompt-decode stop took {latency:?}"
+    );
+
+    // The same chat again, on an empty history as the fresh agent's, reuses
+    // the batches that finished before the stop and answers exactly as the
+    // fresh agent did: the interrupted batch left nothing in the cache.
+    agent.clear_history().unwrap();
+    let again = agent.chat(long, ChatOptions::new()).wait().unwrap();
+    assert!(
+        again.usage.cached_tokens >= 256,
+        "the batches decoded before the stop were not reused: {:?}",
+        again.usage
+    );
+    assert_eq!(again.text, fresh.text);
+}
+
+#[test]
 fn broken_model_files_give_model_load_failed() {
     let _serial = serial();
     let dir = std::env::temp_dir().join(format!("zoo-broken-{}", std::process::id()));

@@ -2,8 +2,9 @@
 //!
 //! Each reply: render the conversation with the chat template, tokenize it,
 //! keep the longest prefix already in the KV cache and decode only the rest
-//! (in short chunks, checking the cancel flag between them), then sample
-//! token by token, constrained by a tool-call grammar when tools are in play.
+//! in full batches, then sample token by token, constrained by a tool-call
+//! grammar when tools are in play. The chat's cancel flag is also llama.cpp's
+//! abort flag, so a stop interrupts even a long batch within milliseconds.
 
 mod grammar;
 mod logs;
@@ -18,6 +19,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::DecodeError;
 
 pub use model::{Model, ModelParams};
 
@@ -31,11 +33,6 @@ use crate::message::Message;
 use crate::template::ChatTemplate;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
-/// How long one prompt-decode chunk should take at most, so that a cancel
-/// is seen within the 100 ms the design promises.
-const CHUNK_TARGET: Duration = Duration::from_millis(40);
-/// The smallest prompt-decode chunk.
-const MIN_CHUNK: usize = 16;
 /// In `auto` mode, a reply to a user message is constrained to a tool call
 /// when the model's log-probability of opening one is above this. Measured on
 /// SmolLM2-135M (`examples/rust/tool_eval.rs`): prompts that need a tool score
@@ -67,8 +64,6 @@ pub struct LlamaBackend<'m> {
     cached: Vec<LlamaToken>,
     batch: LlamaBatch<'static>,
     batch_size: usize,
-    /// Prompt tokens per decode call, adapted to the measured speed.
-    chunk: usize,
     sampling: Sampling,
     /// The grammar of the last tool set, which rarely changes between replies.
     grammar_cache: Option<(String, String)>,
@@ -119,7 +114,6 @@ impl<'m> LlamaBackend<'m> {
             cached: Vec::new(),
             batch: LlamaBatch::new(batch_size, 1),
             batch_size,
-            chunk: batch_size.min(64),
             sampling: Sampling {
                 temperature: config.temperature,
                 top_k: config.top_k,
@@ -186,37 +180,24 @@ impl<'m> LlamaBackend<'m> {
         common
     }
 
-    /// Decodes prompt tokens after the reused prefix, in chunks short enough
-    /// to notice a cancel quickly. Returns false when cancelled.
+    /// Decodes prompt tokens after the reused prefix, a full batch per
+    /// `llama_decode` call: as fast as llama.cpp gets, and a stop still
+    /// lands within milliseconds through the abort flag. Returns false when
+    /// cancelled.
     fn decode_prompt(&mut self, tokens: &[LlamaToken], cancel: &CancelToken) -> Result<bool> {
-        let mut rest = tokens;
-        while !rest.is_empty() {
-            if cancel.is_cancelled() {
+        for (i, chunk) in tokens.chunks(self.batch_size).enumerate() {
+            let last = (i + 1) * self.batch_size >= tokens.len();
+            if cancel.is_cancelled() || !self.decode(chunk, last)? {
                 return Ok(false);
             }
-            let take = self.chunk.min(rest.len());
-            let (chunk, tail) = rest.split_at(take);
-            let started = Instant::now();
-            self.decode(chunk, tail.is_empty())?;
-            self.adapt_chunk(take, started.elapsed());
-            rest = tail;
         }
         Ok(true)
     }
 
-    /// Sizes the next chunk so it takes about `CHUNK_TARGET`.
-    fn adapt_chunk(&mut self, tokens: usize, took: Duration) {
-        if tokens < MIN_CHUNK || took.is_zero() {
-            return;
-        }
-        let per_token = took.as_secs_f64() / tokens as f64;
-        let fit = (CHUNK_TARGET.as_secs_f64() / per_token) as usize;
-        self.chunk = fit.clamp(MIN_CHUNK, self.batch_size);
-    }
-
     /// Decodes tokens at the end of the cache; logits for the last one only
-    /// if `want_logits`.
-    fn decode(&mut self, tokens: &[LlamaToken], want_logits: bool) -> Result<()> {
+    /// if `want_logits`. Returns false when the abort flag interrupted it,
+    /// with the cache as it was before the call.
+    fn decode(&mut self, tokens: &[LlamaToken], want_logits: bool) -> Result<bool> {
         self.batch.clear();
         let start = self.cached.len();
         for (i, token) in tokens.iter().enumerate() {
@@ -225,11 +206,22 @@ impl<'m> LlamaBackend<'m> {
                 .add(*token, (start + i) as i32, &[0], last && want_logits)
                 .map_err(|e| Error::InferenceFailed(format!("batch: {e}")))?;
         }
-        self.ctx
-            .decode(&mut self.batch)
-            .map_err(|e| Error::InferenceFailed(format!("llama_decode failed: {e}")))?;
-        self.cached.extend_from_slice(tokens);
-        Ok(())
+        match self.ctx.decode(&mut self.batch) {
+            Ok(()) => {
+                self.cached.extend_from_slice(tokens);
+                Ok(true)
+            }
+            Err(DecodeError::Aborted) => {
+                // llama.cpp already dropped the interrupted batch's cells;
+                // removing them again keeps the cache and `cached` in step
+                // even if a future llama.cpp stops doing so.
+                let _ = self
+                    .ctx
+                    .clear_kv_cache_seq(Some(0), Some(self.cached.len() as u32), None);
+                Ok(false)
+            }
+            Err(e) => Err(Error::InferenceFailed(format!("llama_decode failed: {e}"))),
+        }
     }
 
     /// Renders, tokenizes and decodes the prompt of `request` (reusing the
@@ -265,13 +257,15 @@ impl<'m> LlamaBackend<'m> {
     /// question than when none does; this measures that weight. The KV cache
     /// and the logits are left as they were after the prompt.
     pub fn call_opening_logprob(&mut self, request: &GenerateRequest<'_>) -> Result<f32> {
-        if self.prepare_prompt(request, &CancelToken::new())?.is_none() {
-            return Err(Error::Cancelled("prompt decode".into()));
-        }
-        self.trigger_logprob()
+        let cancelled = || Error::Cancelled("prompt decode".into());
+        self.ctx.set_abort_flag(None);
+        self.prepare_prompt(request, &CancelToken::new())?
+            .ok_or_else(cancelled)?;
+        self.trigger_logprob()?.ok_or_else(cancelled)
     }
 
-    fn trigger_logprob(&mut self) -> Result<f32> {
+    /// `None` when the abort flag interrupted the scoring.
+    fn trigger_logprob(&mut self) -> Result<Option<f32>> {
         let trigger = self.tool_call_format().trigger();
         let tokens = self
             .model
@@ -279,11 +273,11 @@ impl<'m> LlamaBackend<'m> {
             .vocab()
             .tokenize(trigger.as_bytes(), false, true);
         let Some((&first, rest)) = tokens.split_first() else {
-            return Ok(0.0);
+            return Ok(Some(0.0));
         };
         let mut total = log_softmax_at(self.ctx.get_logits_ith(-1), first);
         if rest.is_empty() {
-            return Ok(total);
+            return Ok(Some(total));
         }
         // Decode the trigger but its last token, with logits everywhere, read
         // the probabilities, then rewind to the prompt.
@@ -295,19 +289,29 @@ impl<'m> LlamaBackend<'m> {
                 .add(*token, (prompt_len + i) as i32, &[0], true)
                 .map_err(|e| Error::InferenceFailed(format!("batch: {e}")))?;
         }
-        self.ctx
-            .decode(&mut self.batch)
-            .map_err(|e| Error::InferenceFailed(format!("llama_decode failed: {e}")))?;
+        match self.ctx.decode(&mut self.batch) {
+            Ok(()) => {}
+            Err(DecodeError::Aborted) => {
+                let _ = self
+                    .ctx
+                    .clear_kv_cache_seq(Some(0), Some(prompt_len as u32), None);
+                return Ok(None);
+            }
+            Err(e) => return Err(Error::InferenceFailed(format!("llama_decode failed: {e}"))),
+        }
         for (i, token) in rest.iter().enumerate() {
             total += log_softmax_at(self.ctx.get_logits_ith(i as i32), *token);
         }
-        self.rewind_to(prompt_len)?;
-        Ok(total)
+        if !self.rewind_to(prompt_len)? {
+            return Ok(None);
+        }
+        Ok(Some(total))
     }
 
     /// Drops everything after the first `len` cached tokens and restores the
-    /// logits of the last one (by decoding it again).
-    fn rewind_to(&mut self, len: usize) -> Result<()> {
+    /// logits of the last one (by decoding it again). False when the abort
+    /// flag interrupted that decode.
+    fn rewind_to(&mut self, len: usize) -> Result<bool> {
         let last = *self
             .cached
             .get(len.wrapping_sub(1))
@@ -319,7 +323,7 @@ impl<'m> LlamaBackend<'m> {
         if !removed {
             let prompt: Vec<LlamaToken> = self.cached[..len].to_vec();
             self.clear_cache();
-            return self.decode_prompt(&prompt, &CancelToken::new()).map(|_| ());
+            return self.decode_prompt(&prompt, &CancelToken::new());
         }
         self.cached.truncate(len - 1);
         self.decode(&[last], true)
@@ -328,21 +332,24 @@ impl<'m> LlamaBackend<'m> {
     /// Whether an `auto` reply should be a tool call: only when it answers a
     /// user message (after a tool result the model must be free to answer)
     /// and the model's own weight on opening a call is above the threshold.
-    fn should_open_call(&mut self, request: &GenerateRequest<'_>) -> Result<bool> {
+    /// `None` when the abort flag interrupted the scoring.
+    fn should_open_call(&mut self, request: &GenerateRequest<'_>) -> Result<Option<bool>> {
         let answers_user = request
             .messages
             .last()
             .is_some_and(|m| m.role == crate::message::Role::User);
         if request.tools.is_empty() || *request.tool_choice != ToolChoice::Auto || !answers_user {
-            return Ok(false);
+            return Ok(Some(false));
         }
-        let logprob = self.trigger_logprob()?;
+        let Some(logprob) = self.trigger_logprob()? else {
+            return Ok(None);
+        };
         tracing::debug!(
             logprob,
             threshold = CALL_OPENING_THRESHOLD,
             "call-opening score"
         );
-        Ok(logprob > CALL_OPENING_THRESHOLD)
+        Ok(Some(logprob > CALL_OPENING_THRESHOLD))
     }
 
     /// The grammar for a call to one of `tools`, cached by tool set.
@@ -424,6 +431,42 @@ impl Backend for LlamaBackend<'_> {
         on_piece: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<Generation> {
+        // The flag belongs to this chat: hand it to llama.cpp for the reply
+        // only, so a later decode never sees an old chat's stop.
+        self.ctx.set_abort_flag(Some(cancel.shared_flag()));
+        let generation = self.generate_reply(request, on_piece, cancel);
+        self.ctx.set_abort_flag(None);
+        generation
+    }
+
+    fn count_tokens(&mut self, message: &Message) -> Result<u32> {
+        // Content plus calls, and a few tokens for the role markup around them.
+        let mut text = message.content.clone();
+        for call in &message.tool_calls {
+            text.push_str(&call.name);
+            text.push_str(&call.arguments.to_string());
+        }
+        Ok(self.tokenize(&text, false).len() as u32 + 8)
+    }
+
+    fn context_size(&self) -> u32 {
+        self.ctx.n_ctx()
+    }
+
+    fn tool_call_format(&self) -> ToolCallFormat {
+        self.template.tool_call_format()
+    }
+}
+
+impl LlamaBackend<'_> {
+    /// One reply: the prompt, the call-or-prose decision in `auto` mode,
+    /// then sampling until a stop, the limit or a cancel.
+    fn generate_reply(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
         let started = Instant::now();
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut generation = Generation {
@@ -445,7 +488,9 @@ impl Backend for LlamaBackend<'_> {
         generation.prompt_tokens = prompt_tokens as u32;
         generation.cached_tokens = reused as u32;
 
-        let force_call = self.should_open_call(request)?;
+        let Some(force_call) = self.should_open_call(request)? else {
+            return Ok(generation);
+        };
         let (mut sampler, constrained) = self.sampler(request, force_call)?;
         let mut limit = request.max_tokens.unwrap_or(u32::MAX);
         if constrained {
@@ -487,7 +532,9 @@ impl Backend for LlamaBackend<'_> {
             if stop_hit {
                 break FinishReason::Stop;
             }
-            self.decode(&[token], true)?;
+            if !self.decode(&[token], true)? {
+                break FinishReason::Cancelled;
+            }
         };
         if finish != FinishReason::Cancelled {
             let tail = utf8.finish();
@@ -500,24 +547,6 @@ impl Backend for LlamaBackend<'_> {
         generation.finish = finish;
         generation.generation_time = gen_started.elapsed();
         Ok(generation)
-    }
-
-    fn count_tokens(&mut self, message: &Message) -> Result<u32> {
-        // Content plus calls, and a few tokens for the role markup around them.
-        let mut text = message.content.clone();
-        for call in &message.tool_calls {
-            text.push_str(&call.name);
-            text.push_str(&call.arguments.to_string());
-        }
-        Ok(self.tokenize(&text, false).len() as u32 + 8)
-    }
-
-    fn context_size(&self) -> u32 {
-        self.ctx.n_ctx()
-    }
-
-    fn tool_call_format(&self) -> ToolCallFormat {
-        self.template.tool_call_format()
     }
 }
 
