@@ -561,7 +561,8 @@ enum zoo_status zoo_agent_unregister_tool(const struct zoo_agent *agent,
  * Sets the tool's result to a JSON value (`json` must be valid JSON; a
  * plain string result is written as a JSON string, e.g. "\"sunny\"").
  * Call from inside the handler; a later call replaces an earlier one.
- * Returns `ZOO_INVALID_JSON` if `json` does not parse (the result is unset).
+ * Returns `ZOO_INVALID_JSON` if `json` does not parse; the outcome is then left
+ * as it was (unset, or what an earlier call set).
  */
 enum zoo_status zoo_tool_result_set_json(struct zoo_tool_result *result,
                                          const char *json,

@@ -34,11 +34,17 @@ step() {
 install_files() {
   ZOO_NO_BUILD=1 PREFIX=$prefix "$root/scripts/install-c" || return 1
   local f
-  for f in lib/libzoo.so lib/libzoo.a include/zoo.h include/zoo.hpp lib/pkgconfig/zoo.pc \
+  for f in lib/libzoo.so lib/libzoo.so.0.1 lib/libzoo.a include/zoo.h include/zoo.hpp lib/pkgconfig/zoo.pc \
            lib/cmake/zoo/zooConfig.cmake lib/cmake/zoo/zooConfigVersion.cmake; do
     [ -f "$prefix/$f" ] || { echo "missing $prefix/$f"; return 1; }
   done
-  cmp "$prefix/include/zoo.h" "$root/include/zoo.h"
+  cmp "$prefix/include/zoo.h" "$root/include/zoo.h" || return 1
+  # The real file carries the version; the SONAME and the dev name link to it.
+  local real
+  real=$(readlink -f "$prefix/lib/libzoo.so")
+  echo "libzoo.so -> $(readlink "$prefix/lib/libzoo.so") -> $(readlink "$prefix/lib/libzoo.so.0.1"); real file $real"
+  [[ $real == "$prefix/lib/libzoo.so.0.1."* ]] || return 1
+  readelf -d "$real" | grep -q 'Library soname: \[libzoo.so.0.1\]'
 }
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
@@ -59,7 +65,7 @@ pkgconfig_static() {
   # A prefix with only the static library: -lzoo must resolve to libzoo.a
   # and Libs.private must bring everything it needs.
   cp -r "$prefix" "$work/static-prefix" || return 1
-  rm "$work/static-prefix/lib/libzoo.so"
+  rm "$work/static-prefix/lib/"libzoo.so*
   sed -i "s|^prefix=.*|prefix=$work/static-prefix|" "$work/static-prefix/lib/pkgconfig/zoo.pc"
   local flags
   flags=$(PKG_CONFIG_PATH=$work/static-prefix/lib/pkgconfig pkg-config --static --cflags --libs zoo)
@@ -81,11 +87,11 @@ cmake_consumer() {
   LD_LIBRARY_PATH=$prefix/lib "$work/cmake-build/hello_shared" || return 1
   "$work/cmake-build/hello_static" || return 1
   LD_LIBRARY_PATH=$prefix/lib "$work/cmake-build/hello_cpp" || return 1
-  # The static program does not need libzoo.so; the shared one records
-  # "libzoo.so", not the install path (libzoo.so has no SONAME).
+  # The static program does not need libzoo.so; the shared one records the
+  # SONAME, libzoo.so.0.1, neither the dev name nor the install path.
   if ldd "$work/cmake-build/hello_static" | grep -q libzoo; then return 1; fi
   readelf -d "$work/cmake-build/hello_shared" | grep NEEDED | tee "$work/needed"
-  grep -q '\[libzoo.so\]' "$work/needed"
+  grep -q '\[libzoo.so.0.1\]' "$work/needed"
 }
 
 cmake_version_check() {
@@ -112,7 +118,7 @@ staged_install() {
   # DESTDIR stages the files; the paths inside still name PREFIX.
   ZOO_NO_BUILD=1 DESTDIR=$work/stage PREFIX=/opt/zoo "$root/scripts/install-c" || return 1
   grep -q '^prefix=/opt/zoo$' "$work/stage/opt/zoo/lib/pkgconfig/zoo.pc" &&
-    [ -f "$work/stage/opt/zoo/lib/libzoo.so" ]
+    [ -L "$work/stage/opt/zoo/lib/libzoo.so" ] && [ -e "$work/stage/opt/zoo/lib/libzoo.so" ]
 }
 
 step "install-c into $prefix" install_files

@@ -156,7 +156,8 @@ fn set_outcome(
 /// Sets the tool's result to a JSON value (`json` must be valid JSON; a
 /// plain string result is written as a JSON string, e.g. "\"sunny\"").
 /// Call from inside the handler; a later call replaces an earlier one.
-/// Returns `ZOO_INVALID_JSON` if `json` does not parse (the result is unset).
+/// Returns `ZOO_INVALID_JSON` if `json` does not parse; the outcome is then left
+/// as it was (unset, or what an earlier call set).
 #[no_mangle]
 pub extern "C" fn zoo_tool_result_set_json(
     result: *mut zoo_tool_result,
