@@ -1,12 +1,14 @@
 /*
  * test_mcp.c: MCP servers through the C ABI, on the mock backend: errors
  * (NULLs, bad descriptions and names, a server that fails to start), the
- * fake server's tools in a chat (results, isError, a crash), and the real
+ * fake server's tools in a chat (results, isError, a crash), a server
+ * that stopped reading its stdin (no SIGPIPE may kill the host), and the real
  * @modelcontextprotocol/server-everything over stdio (installed by
  * scripts/fetch-mcp-servers).
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,34 @@ void test_mcp_fake_server_in_a_chat(void) {
     CHECK_STATUS(zoo_agent_remove_mcp_server(agent, "fake", &removed, &err), ZOO_OK, err);
     CHECK(removed);
     CHECK_STATUS(zoo_agent_remove_mcp_server(agent, "fake", NULL, &err), ZOO_OK, err);
+    zoo_agent_free(agent);
+}
+
+/* A C program usually keeps SIGPIPE's default action, which kills the
+ * process on a write to a pipe nobody reads. libzoo must turn that write
+ * into a tool error instead: the server's stdin is a socket written with
+ * MSG_NOSIGNAL. */
+void test_mcp_server_that_stopped_reading(void) {
+    signal(SIGPIPE, SIG_DFL);
+    zoo_agent *agent =
+        mock_agent("[" CALL("quiet__echo", "{\\\"text\\\":\\\"anyone?\\\"}") ", \"Done.\"]");
+    REQUIRE(agent != NULL);
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_agent_add_mcp_server(agent, "quiet",
+                                            "{\"type\":\"stdio\",\"command\":\"python3\","
+                                            "\"args\":[\"" FAKE_SERVER "\",\"--close-stdin\"],"
+                                            "\"timeout_ms\":10000}",
+                                            NULL, &err),
+                   ZOO_OK, err);
+    char *out = NULL;
+    REQUIRE_STATUS(zoo_agent_chat(agent, "go", NULL, NULL, &out, &err), ZOO_OK, err);
+    char *text = jm_string(out, "text");
+    CHECK_STR(text, "Done.");
+    free(text);
+    char *error = jm_string(out, "tool_calls.0.error");
+    CHECK(contains(error, "cannot write to the server's stdin"));
+    free(error);
+    th_free_string(&out);
     zoo_agent_free(agent);
 }
 

@@ -45,6 +45,7 @@
     /* test_mcp.c */                         \
     X(mcp_errors, 30)                        \
     X(mcp_fake_server_in_a_chat, 30)         \
+    X(mcp_server_that_stopped_reading, 30)   \
     X(mcp_everything_stdio, 60)              \
     /* test_real.c */                        \
     X(real_model_load_and_metadata, 60)      \

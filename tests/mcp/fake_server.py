@@ -18,9 +18,13 @@ Options:
   --exit-early        print an error to stderr and exit 3 before reading
   --protocol V        answer initialize with protocol version V
   --page-size N       tools/list pages of N tools (default 3)
+  --close-stdin       after the last tools/list page, close stdin and stay
+                      alive for 30 s: the client's next write finds no reader
+                      (EPIPE, or SIGPIPE on a plain pipe)
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -152,6 +156,12 @@ def handle(message):
         if start + page_size < len(tools):
             result["nextCursor"] = str(start + page_size)
         send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        if "--close-stdin" in args and "nextCursor" not in result:
+            # This thread is stdin's only reader, so closing it here leaves
+            # nobody reading: the client's next write fails at once.
+            os.close(0)
+            time.sleep(30)
+            sys.exit(0)
     elif method == "tools/call":
         params = message["params"]
         threading.Thread(

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
@@ -24,10 +24,20 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// How much of stderr is kept for error messages.
 const STDERR_LINES: usize = 20;
 
+/// Our end of the server's stdin. On Unix it is a socket pair rather than
+/// a pipe: writing to a server that has exited then fails with EPIPE (std
+/// sends with `MSG_NOSIGNAL`), where a pipe would raise SIGPIPE, which
+/// kills a C host that has not ignored it (Rust, Python and Node programs
+/// ignore it; C programs usually do not).
+#[cfg(unix)]
+type StdinWriter = std::os::unix::net::UnixStream;
+#[cfg(not(unix))]
+type StdinWriter = std::process::ChildStdin;
+
 /// A running server process.
 pub(crate) struct StdioConnection {
     server: String,
-    stdin: Mutex<Option<ChildStdin>>,
+    stdin: Mutex<Option<StdinWriter>>,
     child: Arc<Mutex<Option<Child>>>,
     closing: Arc<AtomicBool>,
 }
@@ -67,11 +77,12 @@ impl StdioConnection {
         config: &StdioTransport,
         router: Arc<Router>,
     ) -> Result<Self> {
+        let (ours, theirs) = stdin_channel(server)?;
         let mut command = Command::new(&config.command);
         command
             .args(&config.args)
             .envs(&config.env)
-            .stdin(Stdio::piped())
+            .stdin(theirs)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(dir) = &config.cwd {
@@ -84,9 +95,15 @@ impl StdioConnection {
             }
             Error::mcp(server, message)
         })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
+        // The command holds our copy of the child's end of stdin: close it,
+        // or a write to a server that has exited would never fail.
+        drop(command);
+        let Some(stdin) = our_stdin(ours, &mut child) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Internal("a child process has no stdin".into()));
+        };
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             // Cannot happen with piped stdio; reap the child rather than leak it.
             let _ = child.kill();
             let _ = child.wait();
@@ -164,6 +181,30 @@ impl Drop for StdioConnection {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The server's stdin: our end (`None` when it is the child's own pipe,
+/// taken after the spawn) and what the child gets.
+#[cfg(unix)]
+fn stdin_channel(server: &str) -> Result<(Option<StdinWriter>, Stdio)> {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+        .map_err(|e| Error::mcp(server, format!("cannot create the server's stdin: {e}")))?;
+    Ok((Some(ours), Stdio::from(std::os::fd::OwnedFd::from(theirs))))
+}
+
+#[cfg(not(unix))]
+fn stdin_channel(_server: &str) -> Result<(Option<StdinWriter>, Stdio)> {
+    Ok((None, Stdio::piped()))
+}
+
+#[cfg(unix)]
+fn our_stdin(ours: Option<StdinWriter>, _child: &mut Child) -> Option<StdinWriter> {
+    ours
+}
+
+#[cfg(not(unix))]
+fn our_stdin(_ours: Option<StdinWriter>, child: &mut Child) -> Option<StdinWriter> {
+    child.stdin.take()
 }
 
 fn spawn_stderr_reader(
