@@ -170,10 +170,17 @@ test('leaving a stream early cancels its chat', async () => {
 
 test('a stream rejects with the chat error', async () => {
   const agent = await mockAgent([Array(3000).fill('w').join(' ')], { _mockDelayMs: 1 })
-  const first = agent.chat('long')
+  // close() fails every chat not yet started: wait until the first one runs,
+  // so that it ends as cancelled and only the queued stream fails.
+  let running
+  const started = new Promise((resolve) => {
+    running = resolve
+  })
+  const first = agent.chat('long', { onToken: () => running() })
   const queued = agent.stream('queued behind it')
+  await started
   await agent.close()
-  await first
+  assert.equal((await first).stopReason, 'cancelled')
   await assert.rejects(async () => {
     for await (const item of queued) void item
   }, { code: ErrorCode.AGENT_NOT_RUNNING })
