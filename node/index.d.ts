@@ -26,6 +26,21 @@ export declare class NativeAgent {
   chat(message: string, drain: (arg0: Array<number>, arg1: Array<string>) => void, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null): NativeChat
   /** Cancels the chat in flight; it ends as `cancelled` within ~100 ms. */
   stop(): void
+  /**
+   * Connects an MCP server described by `transportJson` (the C ABI's
+   * JSON form) and registers its tools as `{name}__{tool}`, off the JS
+   * thread (the handshake waits for the server). Resolves to the
+   * server's description as JSON.
+   */
+  addMcpServer(name: string, transportJson: string): Promise<string>
+  /**
+   * Closes an MCP server (its process may take a moment to end) and
+   * unregisters its tools, off the JS thread. Resolves to whether it
+   * was added.
+   */
+  removeMcpServer(name: string): Promise<boolean>
+  /** The MCP servers added, as a JSON array. */
+  mcpServersJson(): string
   /** The conversation as JSON (never waits for a running chat). */
   historyJson(): string
   /**

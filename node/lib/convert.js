@@ -108,4 +108,85 @@ function toEvent(e) {
   }
 }
 
-module.exports = { configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent }
+const MCP_STDIO_KEYS = ['command', 'args', 'env', 'cwd', 'timeoutMs']
+const MCP_HTTP_KEYS = ['url', 'bearerToken', 'headers', 'timeoutMs']
+
+function stringRecord(value, what) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return `\`${what}\` must be an object of strings`
+  for (const [key, entry] of Object.entries(value)) {
+    if (typeof entry !== 'string') return `\`${what}.${key}\` must be a string, got ${typeof entry}`
+  }
+  return null
+}
+
+/**
+ * An MCP server's description (`{command, args, env, cwd, timeoutMs}` or
+ * `{url, bearerToken, headers, timeoutMs}`) to the engine's JSON form;
+ * returns the JSON or throws the reason it is wrong (a string).
+ */
+function mcpTransportJson(transport) {
+  if (transport === null || typeof transport !== 'object' || Array.isArray(transport)) {
+    throw 'the transport must be an object: {command, args?, env?, cwd?} or {url, bearerToken?, headers?}'
+  }
+  const given = Object.keys(transport).filter((key) => transport[key] !== undefined)
+  const stdio = given.includes('command')
+  if (stdio === given.includes('url')) throw 'the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)'
+  const allowed = stdio ? MCP_STDIO_KEYS : MCP_HTTP_KEYS
+  const unknown = given.find((key) => !allowed.includes(key))
+  if (unknown !== undefined) {
+    throw `unknown key \`${unknown}\` for ${stdio ? 'a stdio' : 'an HTTP'} server (expected ${allowed.map((k) => `\`${k}\``).join(', ')})`
+  }
+  const { command, args, env, cwd, url, bearerToken, headers, timeoutMs } = transport
+  const out = { type: stdio ? 'stdio' : 'http' }
+  if (stdio) {
+    if (typeof command !== 'string') throw '`command` must be a string'
+    out.command = command
+    if (args !== undefined) {
+      if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) throw '`args` must be an array of strings'
+      out.args = args
+    }
+    if (env !== undefined) {
+      const problem = stringRecord(env, 'env')
+      if (problem) throw problem
+      out.env = env
+    }
+    if (cwd !== undefined) {
+      if (typeof cwd !== 'string') throw '`cwd` must be a string'
+      out.cwd = cwd
+    }
+  } else {
+    if (typeof url !== 'string') throw '`url` must be a string'
+    out.url = url
+    if (bearerToken !== undefined) {
+      if (typeof bearerToken !== 'string') throw '`bearerToken` must be a string'
+      out.bearer_token = bearerToken
+    }
+    if (headers !== undefined) {
+      const problem = stringRecord(headers, 'headers')
+      if (problem) throw problem
+      out.headers = headers
+    }
+  }
+  if (timeoutMs !== undefined) {
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > Number.MAX_SAFE_INTEGER) {
+      throw `\`timeoutMs\` must be a positive integer (milliseconds), got ${timeoutMs}`
+    }
+    out.timeout_ms = timeoutMs
+  }
+  return JSON.stringify(out)
+}
+
+function toMcpServerInfo(info) {
+  return {
+    name: info.name,
+    serverName: info.server_name,
+    serverVersion: info.server_version,
+    protocolVersion: info.protocol_version,
+    tools: info.tools,
+    skipped: info.skipped,
+  }
+}
+
+module.exports = {
+  configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
+}

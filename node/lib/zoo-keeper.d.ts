@@ -205,6 +205,48 @@ export declare class ChatStream implements AsyncIterableIterator<StreamItem> {
   [Symbol.asyncIterator](): ChatStream
 }
 
+/** An MCP server started as a child process, speaking JSON-RPC on stdin and stdout. */
+export interface McpStdioServer {
+  /** The program, found on PATH when it has no slash. */
+  command: string
+  args?: string[]
+  /** Variables added to (or replacing those of) this process's environment. */
+  env?: Record<string, string>
+  /** Its working directory (this process's when absent). */
+  cwd?: string
+  /** The longest any request may wait for its answer (60000). */
+  timeoutMs?: number
+}
+
+/** An MCP server reached over Streamable HTTP. */
+export interface McpHttpServer {
+  /** The MCP endpoint, such as `http://127.0.0.1:3001/mcp`. */
+  url: string
+  /** Sent as `Authorization: Bearer <token>`. */
+  bearerToken?: string
+  /** Extra headers sent with every request. */
+  headers?: Record<string, string>
+  /** The longest any request may wait for its answer (60000). */
+  timeoutMs?: number
+}
+
+export type McpServer = McpStdioServer | McpHttpServer
+
+/** An MCP server added to an agent. */
+export interface McpServerInfo {
+  /** The name it was added under; its tools are called `${name}__${tool}`. */
+  name: string
+  /** The server's own name (`serverInfo.name`). */
+  serverName: string
+  serverVersion: string
+  /** The negotiated MCP protocol version. */
+  protocolVersion: string
+  /** The names its tools are registered under. */
+  tools: string[]
+  /** Tools that could not be registered, each with the reason. */
+  skipped: string[]
+}
+
 /** A tool-using agent with its own inference thread. */
 export declare class Agent {
   private constructor()
@@ -212,6 +254,15 @@ export declare class Agent {
   static create(config: AgentConfig): Promise<Agent>
   registerTool<Args = any>(definition: ToolDefinition, handler: ToolHandler<Args>): void
   unregisterTool(name: string): boolean
+  /**
+   * Connects an MCP server and registers its tools as `${name}__${tool}`;
+   * rejects with a ZooError of code 14 (MCP) when it cannot start or answer.
+   */
+  addMcpServer(name: string, server: McpServer): Promise<McpServerInfo>
+  /** Closes an MCP server and unregisters its tools; resolves to whether it was added. */
+  removeMcpServer(name: string): Promise<boolean>
+  /** The MCP servers added, by name. */
+  mcpServers(): McpServerInfo[]
   /** Resolves after the last onToken; rejects with ZooError (or the callback's own error). */
   chat(message: string, options?: ChatCallbacks): Promise<Response>
   stream(message: string, options?: ChatOptions): ChatStream

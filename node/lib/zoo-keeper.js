@@ -29,7 +29,9 @@ function loadBinding() {
 
 const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
-const { configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent } = require('./convert.js')
+const {
+  configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
+} = require('./convert.js')
 
 // Item kinds of a chat's ordered queue (bindings/node/src/agent.rs).
 const TOKEN = 0
@@ -198,6 +200,41 @@ class Agent {
   /** Removes a tool; returns whether it was registered. */
   unregisterTool(name) {
     return native(() => this.#native.unregisterTool(name))
+  }
+
+  /**
+   * Connects an MCP server and registers each of its tools as
+   * `${name}__${tool}`, validated and constrained by the server's schema.
+   * `{command, args, env, cwd}` starts a server on stdio (`env` is added to
+   * this process's environment); `{url, bearerToken, headers}` reaches one
+   * over Streamable HTTP. `timeoutMs` (60000) bounds every request. A
+   * failing call (an error result, a crash, a timeout) is a tool error the
+   * model reads. Rejects with a ZooError of code 14 (MCP) when the server
+   * cannot start or answer, naming the command or URL and what it wrote on
+   * stderr.
+   */
+  async addMcpServer(name, transport) {
+    if (typeof name !== 'string') throw invalid('addMcpServer: `name` must be a string')
+    let json
+    try {
+      json = mcpTransportJson(transport)
+    } catch (problem) {
+      if (typeof problem !== 'string') throw problem
+      throw invalid(`addMcpServer: ${problem}`)
+    }
+    const info = await nativeAsync(() => this.#native.addMcpServer(name, json))
+    return toMcpServerInfo(JSON.parse(info))
+  }
+
+  /** Closes an MCP server and unregisters its tools; resolves to whether it was added. */
+  async removeMcpServer(name) {
+    if (typeof name !== 'string') throw invalid('removeMcpServer: `name` must be a string')
+    return nativeAsync(() => this.#native.removeMcpServer(name))
+  }
+
+  /** The MCP servers added, by name. */
+  mcpServers() {
+    return JSON.parse(native(() => this.#native.mcpServersJson())).map(toMcpServerInfo)
   }
 
   /** Starts a chat; `sink` receives token(text), event(event), done(error, response). */

@@ -54,6 +54,8 @@ test('misuse of the API is a type error', () => {
       "  const r = await agent.chat('hi', { onToken: (t: number) => t })",
       '  const n: number = r.text',
       "  agent.registerTool({ description: 'no name' }, () => 1)",
+      "  await agent.addMcpServer('x', { args: ['no command or url'] })",
+      "  const tools: number = agent.mcpServers()[0].tools",
       '}',
       'void f',
     ].join('\n'),
@@ -65,4 +67,28 @@ test('misuse of the API is a type error', () => {
   assert.match(output, /bad\.ts\(4,/)
   assert.match(output, /bad\.ts\(5,/)
   assert.match(output, /bad\.ts\(6,/)
+  assert.match(output, /bad\.ts\(7,/)
+  assert.match(output, /bad\.ts\(8,/)
+})
+
+test('MCP servers of both kinds type-check', () => {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-mcp-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const good = path.join(dir, 'mcp.ts')
+  writeFileSync(
+    good,
+    [
+      "import { Agent, type McpServerInfo } from 'zoo-keeper'",
+      'async function f(agent: Agent): Promise<string[]> {',
+      "  const a: McpServerInfo = await agent.addMcpServer('files', { command: 'npx', args: ['-y', 'server'], env: { A: '1' }, cwd: '/tmp', timeoutMs: 5000 })",
+      "  await agent.addMcpServer('web', { url: 'http://127.0.0.1:1/mcp', bearerToken: 't', headers: { 'X-A': 'b' } })",
+      "  const removed: boolean = await agent.removeMcpServer('web')",
+      '  void removed',
+      '  return [a.serverName, a.protocolVersion, ...agent.mcpServers().flatMap((s) => s.tools)]',
+      '}',
+      'void f',
+    ].join('\n'),
+  )
+  const { run } = typecheck([good])
+  assert.equal(run.status, 0, run.stdout + run.stderr)
 })

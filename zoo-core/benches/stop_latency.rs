@@ -10,7 +10,7 @@
 //!   each is stopped after its first streamed token plus a random 0–200 ms.
 //!   The history is cleared between chats, so the prompt comes from the KV
 //!   cache and the stop lands in generation.
-//! - prompt decode: 20 chats with a ~2000-token prompt, each made distinct
+//! - prompt decode: 50 chats with a ~2000-token prompt, each made distinct
 //!   at its start so that almost nothing is reused from the cache, stopped
 //!   after a random delay between 100 ms and 80% of a full decode of that
 //!   prompt (measured first; at most 10 s), i.e. while the prompt is still
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use zoo_core::{Agent, ChatOptions, Config, Model, ModelParams, StopReason};
 
 const GENERATION_STOPS: usize = 50;
-const PROMPT_STOPS: usize = 20;
+const PROMPT_STOPS: usize = 50;
 
 /// xorshift64*: enough randomness for stop delays, no dependency.
 struct Rng(u64);

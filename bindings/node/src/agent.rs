@@ -10,15 +10,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{AsyncTask, ClassInstance, FnArgs, Function, Promise};
+use napi::bindgen_prelude::{
+    AsyncTask, ClassInstance, FnArgs, Function, Promise, ToNapiValue, TypeName,
+};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
 use napi_derive::napi;
 use parking_lot::Mutex;
 use serde_json::Value;
 use zoo_core::{
-    Agent, ChatHandle, ChatOptions, Config, Error, Message, MockBackend, MockReply, Response, Tool,
-    ToolChoice,
+    Agent, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, MockBackend, MockReply,
+    Response, Tool, ToolChoice,
 };
 
 use crate::errors::{integer, message, to_napi, IntoNapi};
@@ -43,8 +45,8 @@ type Queue = Arc<Mutex<Vec<Item>>>;
 /// A batch of items as the JS arguments `(kinds, texts)`.
 type Batch = FnArgs<(Vec<u32>, Vec<String>)>;
 
-/// A history or system-prompt change to run on the agent.
-type AgentChange = Box<dyn FnOnce(&Agent) -> zoo_core::Result<()> + Send>;
+/// Work that waits on the agent, run off the JS thread by `AgentJob`.
+type AgentWork<T> = Box<dyn FnOnce(&Agent) -> zoo_core::Result<T> + Send>;
 
 /// The JS function that receives a batch: `(kinds, texts)`.
 type DrainFunction = ThreadsafeFunction<(), (), Batch, Status, false>;
@@ -210,6 +212,37 @@ impl NativeAgent {
         Ok(())
     }
 
+    /// Connects an MCP server described by `transportJson` (the C ABI's
+    /// JSON form) and registers its tools as `{name}__{tool}`, off the JS
+    /// thread (the handshake waits for the server). Resolves to the
+    /// server's description as JSON.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn add_mcp_server(
+        &self,
+        name: String,
+        transport_json: String,
+    ) -> napi::Result<AsyncTask<AgentJob<String>>> {
+        let transport = McpTransport::from_json(&transport_json).napi_err()?;
+        self.job(move |agent| {
+            let info = agent.add_mcp_server(&name, transport)?;
+            serde_json::to_string(&info).map_err(Error::from)
+        })
+    }
+
+    /// Closes an MCP server (its process may take a moment to end) and
+    /// unregisters its tools, off the JS thread. Resolves to whether it
+    /// was added.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn remove_mcp_server(&self, name: String) -> napi::Result<AsyncTask<AgentJob<bool>>> {
+        self.job(move |agent| Ok(agent.remove_mcp_server(&name)))
+    }
+
+    /// The MCP servers added, as a JSON array.
+    #[napi]
+    pub fn mcp_servers_json(&self) -> napi::Result<String> {
+        serde_json::to_string(&self.agent()?.mcp_servers()).map_err(|e| to_napi(Error::from(e)))
+    }
+
     /// The conversation as JSON (never waits for a running chat).
     #[napi]
     pub fn history_json(&self) -> napi::Result<String> {
@@ -220,7 +253,7 @@ impl NativeAgent {
     /// Replaces the conversation (a JSON array of messages), after the
     /// chats queued before it, off the JS thread.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn set_history_json(&self, json: String) -> napi::Result<AsyncTask<AgentJob>> {
+    pub fn set_history_json(&self, json: String) -> napi::Result<AsyncTask<AgentJob<()>>> {
         let messages: Vec<Message> = serde_json::from_str(&json)
             .map_err(|e| to_napi(Error::InvalidJson(format!("history: {e}"))))?;
         self.job(move |agent| agent.set_history(messages))
@@ -228,13 +261,16 @@ impl NativeAgent {
 
     /// Forgets the conversation, keeping the system prompt.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn clear_history(&self) -> napi::Result<AsyncTask<AgentJob>> {
+    pub fn clear_history(&self) -> napi::Result<AsyncTask<AgentJob<()>>> {
         self.job(|agent| agent.clear_history())
     }
 
     /// Sets or (with null) removes the system prompt.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn set_system_prompt(&self, prompt: Option<String>) -> napi::Result<AsyncTask<AgentJob>> {
+    pub fn set_system_prompt(
+        &self,
+        prompt: Option<String>,
+    ) -> napi::Result<AsyncTask<AgentJob<()>>> {
         self.job(move |agent| agent.set_system_prompt(prompt))
     }
 
@@ -286,10 +322,13 @@ impl NativeAgent {
 }
 
 impl NativeAgent {
-    fn job(
+    fn job<T>(
         &self,
-        run: impl FnOnce(&Agent) -> zoo_core::Result<()> + Send + 'static,
-    ) -> napi::Result<AsyncTask<AgentJob>> {
+        run: impl FnOnce(&Agent) -> zoo_core::Result<T> + Send + 'static,
+    ) -> napi::Result<AsyncTask<AgentJob<T>>>
+    where
+        AgentJob<T>: Task,
+    {
         Ok(AsyncTask::new(AgentJob {
             agent: self.agent()?,
             run: Some(Box::new(run)),
@@ -310,26 +349,27 @@ impl Drop for NativeAgent {
     }
 }
 
-/// A history or system-prompt change, run on a libuv worker thread
-/// because it waits for the chats queued before it.
-pub struct AgentJob {
+/// Work on the agent that waits: a history or system-prompt change waits
+/// for the chats queued before it, an MCP server for its handshake or its
+/// process to end. Run on a libuv worker thread, never the JS thread.
+pub struct AgentJob<T> {
     agent: Arc<Agent>,
-    run: Option<AgentChange>,
+    run: Option<AgentWork<T>>,
 }
 
-impl Task for AgentJob {
-    type Output = ();
-    type JsValue = ();
+impl<T: ToNapiValue + TypeName + Send + 'static> Task for AgentJob<T> {
+    type Output = T;
+    type JsValue = T;
 
-    fn compute(&mut self) -> napi::Result<()> {
+    fn compute(&mut self) -> napi::Result<T> {
         match self.run.take() {
             Some(run) => run(&self.agent).napi_err(),
-            None => Ok(()),
+            None => Err(to_napi(Error::Internal("an agent job ran twice".into()))),
         }
     }
 
-    fn resolve(&mut self, _env: Env, _output: ()) -> napi::Result<()> {
-        Ok(())
+    fn resolve(&mut self, _env: Env, output: T) -> napi::Result<T> {
+        Ok(output)
     }
 }
 

@@ -3,8 +3,9 @@
 //! surface (camelCase config, `ZooError`, Promises, async iterators,
 //! `AbortSignal`) lives in `node/lib`.
 //!
-//! Threading: models and agents are created, closed and have their history
-//! changed on libuv worker threads, never blocking the JS thread. A chat's
+//! Threading: models and agents are created, closed, have their history
+//! changed and their MCP servers added and removed on libuv worker threads,
+//! never blocking the JS thread. A chat's
 //! callbacks reach JS through one strong threadsafe function per chat
 //! (released when the chat ends); tools through one weak threadsafe
 //! function each, so neither keeps a finished script alive.

@@ -98,6 +98,8 @@ impl History {
     }
 
     /// Ids of the latest assistant message's calls that have no result yet.
+    /// Runs for every injected result, so it stays linear in the reply's
+    /// calls (a set, not a list scan per call).
     fn unanswered_calls(&self) -> Vec<&str> {
         let Some(pos) = self
             .entries
@@ -106,7 +108,7 @@ impl History {
         else {
             return Vec::new();
         };
-        let answered: Vec<&str> = self.entries[pos + 1..]
+        let answered: std::collections::HashSet<&str> = self.entries[pos + 1..]
             .iter()
             .filter_map(|e| e.message.tool_call_id.as_deref())
             .collect();

@@ -1,0 +1,220 @@
+// MCP servers from Node, on the mock backend: the fake server's faults
+// (tests/mcp/fake_server.py) and the real @modelcontextprotocol servers
+// installed by scripts/fetch-mcp-servers.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { ROOT, zk, mockAgent, toolCall } from './helpers.mjs'
+
+const { ErrorCode } = zk
+const PYTHON = process.env.PYTHON ?? 'python3'
+const FAKE = path.join(ROOT, 'tests', 'mcp', 'fake_server.py')
+
+function npmServer(name) {
+  const file = path.join(ROOT, 'tests', 'mcp', 'node_modules', '@modelcontextprotocol', name, 'dist', 'index.js')
+  if (!existsSync(file)) throw new Error(`${file} is missing: run scripts/fetch-mcp-servers to install the MCP test servers`)
+  return file
+}
+
+function tempDir() {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'zoo-node-mcp-')))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+test('the fake server: tools, results and errors in a chat; removing it removes its tools', async () => {
+  const agent = await mockAgent([
+    toolCall('fake__echo', { text: 'from Node' }),
+    toolCall('fake__fail', { message: 'disk full' }),
+    toolCall('fake__rpc_error', {}),
+    toolCall('fake__media', {}),
+    'Done.',
+  ])
+  const info = await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE], timeoutMs: 10_000 })
+  assert.equal(info.name, 'fake')
+  assert.equal(info.serverName, 'fake-server')
+  assert.equal(info.serverVersion, '1.0.0')
+  assert.equal(typeof info.protocolVersion, 'string')
+  assert.equal(info.tools[0], 'fake__echo')
+  assert.equal(info.tools.length, 11)
+  assert.deepEqual(info.skipped, [])
+  assert.deepEqual(agent.mcpServers(), [info])
+
+  const events = []
+  const response = await agent.chat('go', { onEvent: (e) => events.push(e) })
+  assert.equal(response.text, 'Done.')
+  assert.equal(response.toolCalls[0].result, 'echo: from Node')
+  assert.equal(response.toolCalls[1].error, 'tool `fake__fail` failed: disk full')
+  assert.match(response.toolCalls[2].error, /JSON-RPC error -32001/)
+  assert.match(response.toolCalls[2].error, /the database is locked/)
+  assert.match(response.toolCalls[3].result, /a picture:/)
+  assert.match(response.toolCalls[3].result, /\[image: image\/png, \d+ bytes\]/)
+  assert.match(response.toolCalls[3].result, /remember/)
+  assert.deepEqual(response.toolErrors.map((e) => e.tool), ['fake__fail', 'fake__rpc_error'])
+  assert.ok(events.some((e) => e.type === 'tool_call_finished' && e.name === 'fake__echo'))
+
+  assert.equal(await agent.removeMcpServer('fake'), true)
+  assert.equal(await agent.removeMcpServer('fake'), false)
+  assert.deepEqual(agent.mcpServers(), [])
+  await agent.close()
+})
+
+test('env and cwd reach the server', async () => {
+  const dir = tempDir()
+  const wrapper = path.join(dir, 'where.py')
+  // Checks its environment and directory, then runs the fake server.
+  writeFileSync(
+    wrapper,
+    [
+      'import os, runpy, sys',
+      "assert os.environ['ZOO_TEST_VAR'] == 'set', 'env not passed'",
+      `assert os.getcwd() == ${JSON.stringify(dir)}, os.getcwd()`,
+      `sys.argv = [${JSON.stringify(FAKE)}]`,
+      `runpy.run_path(${JSON.stringify(FAKE)}, run_name='__main__')`,
+      '',
+    ].join('\n'),
+  )
+  const agent = await mockAgent([toolCall('w__echo', { text: 'ok' }), 'done'])
+  await agent.addMcpServer('w', { command: PYTHON, args: [wrapper], env: { ZOO_TEST_VAR: 'set' }, cwd: dir })
+  assert.equal((await agent.chat('go')).toolCalls[0].result, 'echo: ok')
+  await agent.close()
+})
+
+test('a server that fails to start rejects with code 14, naming the command and its stderr', async () => {
+  const agent = await mockAgent([])
+  await assert.rejects(agent.addMcpServer('db', { command: PYTHON, args: [FAKE, '--exit-early'] }), (error) => {
+    assert.ok(error instanceof zk.ZooError)
+    assert.equal(error.code, ErrorCode.MCP)
+    assert.match(error.message, /fake_server\.py --exit-early/)
+    assert.match(error.message, /cannot open database \/nonexistent\/db\.sqlite/)
+    assert.match(error.message, /exit status: 3/)
+    return true
+  })
+  await assert.rejects(agent.addMcpServer('nope', { command: '/nonexistent/zoo-mcp' }), {
+    code: ErrorCode.MCP,
+    message: /\/nonexistent\/zoo-mcp/,
+  })
+  assert.deepEqual(agent.mcpServers(), [])
+  await agent.close()
+})
+
+test('bad descriptions are ZooErrors of code 1 that say what is wrong', async () => {
+  const agent = await mockAgent([])
+  const bad = async (name, server, pattern) =>
+    assert.rejects(agent.addMcpServer(name, server), { code: ErrorCode.INVALID_ARGUMENT, message: pattern })
+  await bad('x', undefined, /must be an object/)
+  await bad('x', {}, /exactly one of `command`/)
+  await bad('x', { command: 'a', url: 'http://127.0.0.1:1/mcp' }, /exactly one of `command`/)
+  await bad('x', { command: 'a', bearerToken: 't' }, /unknown key `bearerToken` for a stdio server/)
+  await bad('x', { url: 'http://127.0.0.1:1/mcp', args: [] }, /unknown key `args` for an HTTP server/)
+  await bad('x', { command: 'a', args: '--flag' }, /`args` must be an array of strings/)
+  await bad('x', { command: 'a', env: { N: 1 } }, /`env.N` must be a string/)
+  await bad('x', { command: 'a', timeoutMs: 0 }, /`timeoutMs` must be a positive integer/)
+  await bad('x', { command: 'a', timeoutMs: 1.5 }, /`timeoutMs` must be a positive integer/)
+  await bad('x', { url: 'ftp://example.com' }, /http:\/\//)
+  await bad('bad name', { command: PYTHON, args: [FAKE] }, /bad name/)
+  await bad(42, { command: PYTHON, args: [FAKE] }, /`name` must be a string/)
+  assert.deepEqual(agent.mcpServers(), [])
+  await agent.close()
+})
+
+test('a crash and a hang are tool errors; the agent and its other servers go on', async () => {
+  const agent = await mockAgent([
+    toolCall('slow__hang', {}),
+    toolCall('slow__echo', { text: 'after the hang' }),
+    toolCall('fake__crash', {}),
+    'survived',
+    toolCall('slow__echo', { text: 'still here' }),
+    'still answering',
+  ])
+  await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE] })
+  await agent.addMcpServer('slow', { command: PYTHON, args: [FAKE], timeoutMs: 500 })
+  const started = Date.now()
+  const response = await agent.chat('go')
+  assert.ok(Date.now() - started < 10_000)
+  assert.match(response.toolCalls[0].error, /no answer to `tools\/call` within 500 ms/)
+  assert.equal(response.toolCalls[1].result, 'echo: after the hang')
+  assert.match(response.toolCalls[2].error, /segmentation fault \(simulated\)/)
+  assert.equal(response.text, 'survived')
+  const again = await agent.chat('again')
+  assert.equal(again.toolCalls[0].result, 'echo: still here')
+  assert.equal(again.text, 'still answering')
+  await agent.close()
+})
+
+test('server-everything over stdio, through the agent', async () => {
+  const agent = await mockAgent([toolCall('everything__get-sum', { a: 40, b: 2 }), 'It is 42.'])
+  const info = await agent.addMcpServer('everything', { command: process.execPath, args: [npmServer('server-everything'), 'stdio'], timeoutMs: 30_000 })
+  assert.ok(info.tools.includes('everything__echo'), info.tools.join(', '))
+  const response = await agent.chat('40 + 2?')
+  assert.match(String(response.toolCalls[0].result), /42/)
+  assert.equal(response.text, 'It is 42.')
+  await agent.close()
+})
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+async function waitForPort(port, child, limitMs) {
+  const deadline = Date.now() + limitMs
+  for (;;) {
+    if (child.exitCode !== null) throw new Error('the HTTP server exited at start')
+    const open = await new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (open) return
+    if (Date.now() > deadline) throw new Error(`the HTTP server did not listen within ${limitMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+test('server-everything over Streamable HTTP, through the agent', async () => {
+  const port = await freePort()
+  const server = spawn(process.execPath, [npmServer('server-everything'), 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: 'ignore',
+  })
+  try {
+    await waitForPort(port, server, 20_000)
+    const agent = await mockAgent([toolCall('web__echo', { message: 'over HTTP' }), 'ok'])
+    const info = await agent.addMcpServer('web', { url: `http://127.0.0.1:${port}/mcp`, bearerToken: 'unused', timeoutMs: 30_000 })
+    assert.ok(info.protocolVersion)
+    assert.equal((await agent.chat('go')).toolCalls[0].result, 'Echo: over HTTP')
+    await agent.close()
+  } finally {
+    server.kill()
+  }
+})
+
+test('server-filesystem confined to a temporary folder', async () => {
+  const root = tempDir()
+  writeFileSync(path.join(root, 'note.txt'), 'a note')
+  const agent = await mockAgent([
+    toolCall('fs__read_text_file', { path: path.join(root, 'note.txt') }),
+    toolCall('fs__read_text_file', { path: '/etc/hostname' }),
+    'read it',
+  ])
+  await agent.addMcpServer('fs', { command: process.execPath, args: [npmServer('server-filesystem'), root], timeoutMs: 30_000 })
+  const response = await agent.chat('read the note')
+  assert.equal(response.toolCalls[0].result, 'a note')
+  assert.equal(typeof response.toolCalls[1].error, 'string')
+  assert.equal(response.toolCalls[1].result, undefined)
+  await agent.close()
+})
