@@ -72,6 +72,10 @@ pub(super) enum Module {
     GGML,
     LlamaCpp,
     /// Multimodal
+    // zoo-keeper patch: only constructed with the `mtmd` feature; without
+    // this, every build of a crate that uses this one prints a dead-code
+    // warning (the first thing a user of `scripts/demo` saw).
+    #[cfg_attr(not(feature = "mtmd"), allow(dead_code))]
     Mtmd,
 }
 
