@@ -263,7 +263,11 @@ export declare class Agent {
   removeMcpServer(name: string): Promise<boolean>
   /** The MCP servers added, by name. */
   mcpServers(): McpServerInfo[]
-  /** Resolves after the last onToken; rejects with ZooError (or the callback's own error). */
+  /**
+   * Resolves after the last onToken (and after every Promise a callback
+   * returned has settled); rejects with ZooError, or with a callback's own
+   * error when one throws or its Promise rejects.
+   */
   chat(message: string, options?: ChatCallbacks): Promise<Response>
   stream(message: string, options?: ChatOptions): ChatStream
   /** Cancels the chat in flight; it resolves with stopReason `cancelled`. */

@@ -292,9 +292,11 @@ class Agent {
   /**
    * Sends a message; resolves to the Response after the last `onToken`.
    * `onToken(text)` and `onEvent(event)` run on the JavaScript thread in
-   * order; if one throws, the chat stops and the Promise rejects with that
-   * error. Aborting `signal` cancels the chat: the Promise rejects with a
-   * ZooError of code 8 (CANCELLED) whose `.response` holds the partial reply.
+   * order; if one throws, or returns a Promise that rejects, the chat stops
+   * and the Promise rejects with that error. The chat settles only once
+   * every Promise a callback returned has settled. Aborting `signal`
+   * cancels the chat: the Promise rejects with a ZooError of code 8
+   * (CANCELLED) whose `.response` holds the partial reply.
    */
   chat(message, options) {
     return new Promise((resolve, reject) => {
@@ -303,15 +305,29 @@ class Agent {
       if (onEvent !== undefined && typeof onEvent !== 'function') throw invalid('`onEvent` must be a function')
       let callbackError = null
       let chat = null
+      // Promises returned by callbacks and not yet settled: a rejection can
+      // only be seen after them, and the chat's result may already be here.
+      let outstanding = 0
+      let finish = null
       const fail = (error) => {
         if (callbackError === null) callbackError = { error }
         chat?.cancel()
+      }
+      const settled = () => {
+        outstanding--
+        if (outstanding === 0 && finish) finish()
       }
       const run = (callback, value) => {
         if (!callback || callbackError) return
         try {
           const returned = callback(value)
-          if (returned && typeof returned.then === 'function') returned.then(undefined, fail)
+          if (returned && typeof returned.then === 'function') {
+            outstanding++
+            returned.then(settled, (error) => {
+              fail(error)
+              settled()
+            })
+          }
         } catch (error) {
           fail(error)
         }
@@ -320,9 +336,13 @@ class Agent {
         token: (text) => run(onToken, text),
         event: (event) => run(onEvent, event),
         done: (error, response) => {
-          if (callbackError) reject(callbackError.error)
-          else if (error) reject(error)
-          else resolve(response)
+          finish = () => {
+            finish = null
+            if (callbackError) reject(callbackError.error)
+            else if (error) reject(error)
+            else resolve(response)
+          }
+          if (outstanding === 0) finish()
         },
       })
     })

@@ -209,6 +209,35 @@ test('an exception in onToken stops the chat and rejects with it', async () => {
   await agent.close()
 })
 
+test('a chat settles only after the Promises its callbacks returned', async () => {
+  // No delay: the token and the result reach JS in one batch, before any
+  // callback's Promise can settle.
+  const agent = await mockAgent(['one', 'two', 'three'])
+  const mine = new Error('async callback failed')
+  await assert.rejects(
+    agent.chat('go', {
+      onToken: async () => {
+        throw mine
+      },
+    }),
+    (error) => error === mine,
+  )
+  let finished = false
+  const slow = () =>
+    new Promise((resolve) =>
+      setTimeout(() => {
+        finished = true
+        resolve()
+      }, 30),
+    )
+  assert.equal((await agent.chat('go', { onToken: slow })).text, 'two')
+  assert.equal(finished, true)
+  finished = false
+  await agent.chat('go', { onEvent: slow })
+  assert.equal(finished, true)
+  await agent.close()
+})
+
 test('config errors are ZooErrors with codes; numbers are range-checked', async () => {
   await assert.rejects(mockAgent([], { threads: -1 }), (error) => {
     assert.ok(error instanceof ZooError)
