@@ -108,15 +108,36 @@ function toEvent(e) {
   }
 }
 
+// An MCP server description's keys: the engine's name for each and what
+// its value must be. `command` means stdio, `url` Streamable HTTP.
+const MCP_KEYS = {
+  command: ['command', 'string'],
+  args: ['args', 'strings'],
+  env: ['env', 'record'],
+  cwd: ['cwd', 'string'],
+  url: ['url', 'string'],
+  bearerToken: ['bearer_token', 'string'],
+  headers: ['headers', 'record'],
+  timeoutMs: ['timeout_ms', 'milliseconds'],
+}
 const MCP_STDIO_KEYS = ['command', 'args', 'env', 'cwd', 'timeoutMs']
 const MCP_HTTP_KEYS = ['url', 'bearerToken', 'headers', 'timeoutMs']
 
-function stringRecord(value, what) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return `\`${what}\` must be an object of strings`
-  for (const [key, entry] of Object.entries(value)) {
-    if (typeof entry !== 'string') return `\`${what}.${key}\` must be a string, got ${typeof entry}`
+/** Why `value` is not of `kind` (null when it is). */
+function mcpValueProblem(key, kind, value) {
+  switch (kind) {
+    case 'string':
+      return typeof value === 'string' ? null : `\`${key}\` must be a string`
+    case 'strings':
+      return Array.isArray(value) && value.every((a) => typeof a === 'string') ? null : `\`${key}\` must be an array of strings`
+    case 'record': {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return `\`${key}\` must be an object of strings`
+      const bad = Object.entries(value).find(([, entry]) => typeof entry !== 'string')
+      return bad ? `\`${key}.${bad[0]}\` must be a string, got ${typeof bad[1]}` : null
+    }
+    default:
+      return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (milliseconds), got ${value}`
   }
-  return null
 }
 
 /**
@@ -132,46 +153,15 @@ function mcpTransportJson(transport) {
   const stdio = given.includes('command')
   if (stdio === given.includes('url')) throw 'the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)'
   const allowed = stdio ? MCP_STDIO_KEYS : MCP_HTTP_KEYS
-  const unknown = given.find((key) => !allowed.includes(key))
-  if (unknown !== undefined) {
-    throw `unknown key \`${unknown}\` for ${stdio ? 'a stdio' : 'an HTTP'} server (expected ${allowed.map((k) => `\`${k}\``).join(', ')})`
-  }
-  const { command, args, env, cwd, url, bearerToken, headers, timeoutMs } = transport
   const out = { type: stdio ? 'stdio' : 'http' }
-  if (stdio) {
-    if (typeof command !== 'string') throw '`command` must be a string'
-    out.command = command
-    if (args !== undefined) {
-      if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) throw '`args` must be an array of strings'
-      out.args = args
+  for (const key of given) {
+    if (!allowed.includes(key)) {
+      throw `unknown key \`${key}\` for ${stdio ? 'a stdio' : 'an HTTP'} server (expected ${allowed.map((k) => `\`${k}\``).join(', ')})`
     }
-    if (env !== undefined) {
-      const problem = stringRecord(env, 'env')
-      if (problem) throw problem
-      out.env = env
-    }
-    if (cwd !== undefined) {
-      if (typeof cwd !== 'string') throw '`cwd` must be a string'
-      out.cwd = cwd
-    }
-  } else {
-    if (typeof url !== 'string') throw '`url` must be a string'
-    out.url = url
-    if (bearerToken !== undefined) {
-      if (typeof bearerToken !== 'string') throw '`bearerToken` must be a string'
-      out.bearer_token = bearerToken
-    }
-    if (headers !== undefined) {
-      const problem = stringRecord(headers, 'headers')
-      if (problem) throw problem
-      out.headers = headers
-    }
-  }
-  if (timeoutMs !== undefined) {
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > Number.MAX_SAFE_INTEGER) {
-      throw `\`timeoutMs\` must be a positive integer (milliseconds), got ${timeoutMs}`
-    }
-    out.timeout_ms = timeoutMs
+    const [engineKey, kind] = MCP_KEYS[key]
+    const problem = mcpValueProblem(key, kind, transport[key])
+    if (problem) throw problem
+    out[engineKey] = transport[key]
   }
   return JSON.stringify(out)
 }

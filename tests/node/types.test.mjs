@@ -41,26 +41,28 @@ test('examples/node/agent.ts compiles against index.d.ts and lib/zoo-keeper.d.ts
   assert.equal(run.status, 0, run.stdout + run.stderr)
 })
 
-test('misuse of the API is a type error', () => {
-  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-bad-'))
+/** Type-checks one file of the given lines, written to a fresh folder. */
+function typecheckLines(name, lines) {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
-  const bad = path.join(dir, 'bad.ts')
-  writeFileSync(
-    bad,
-    [
-      "import { Agent } from 'zoo-keeper'",
-      'async function f(): Promise<void> {',
-      "  const agent = await Agent.create({ modelPath: 'm.gguf', threads: 'two' })",
-      "  const r = await agent.chat('hi', { onToken: (t: number) => t })",
-      '  const n: number = r.text',
-      "  agent.registerTool({ description: 'no name' }, () => 1)",
-      "  await agent.addMcpServer('x', { args: ['no command or url'] })",
-      "  const tools: number = agent.mcpServers()[0].tools",
-      '}',
-      'void f',
-    ].join('\n'),
-  )
-  const { run } = typecheck([bad])
+  const file = path.join(dir, name)
+  writeFileSync(file, lines.join('\n'))
+  return typecheck([file]).run
+}
+
+test('misuse of the API is a type error', () => {
+  const run = typecheckLines('bad.ts', [
+    "import { Agent } from 'zoo-keeper'",
+    'async function f(): Promise<void> {',
+    "  const agent = await Agent.create({ modelPath: 'm.gguf', threads: 'two' })",
+    "  const r = await agent.chat('hi', { onToken: (t: number) => t })",
+    '  const n: number = r.text',
+    "  agent.registerTool({ description: 'no name' }, () => 1)",
+    "  await agent.addMcpServer('x', { args: ['no command or url'] })",
+    "  const tools: number = agent.mcpServers()[0].tools",
+    '}',
+    'void f',
+  ])
   assert.notEqual(run.status, 0)
   const output = run.stdout + run.stderr
   assert.match(output, /bad\.ts\(3,/)
@@ -72,23 +74,16 @@ test('misuse of the API is a type error', () => {
 })
 
 test('MCP servers of both kinds type-check', () => {
-  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-mcp-'))
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
-  const good = path.join(dir, 'mcp.ts')
-  writeFileSync(
-    good,
-    [
-      "import { Agent, type McpServerInfo } from 'zoo-keeper'",
-      'async function f(agent: Agent): Promise<string[]> {',
-      "  const a: McpServerInfo = await agent.addMcpServer('files', { command: 'npx', args: ['-y', 'server'], env: { A: '1' }, cwd: '/tmp', timeoutMs: 5000 })",
-      "  await agent.addMcpServer('web', { url: 'http://127.0.0.1:1/mcp', bearerToken: 't', headers: { 'X-A': 'b' } })",
-      "  const removed: boolean = await agent.removeMcpServer('web')",
-      '  void removed',
-      '  return [a.serverName, a.protocolVersion, ...agent.mcpServers().flatMap((s) => s.tools)]',
-      '}',
-      'void f',
-    ].join('\n'),
-  )
-  const { run } = typecheck([good])
+  const run = typecheckLines('mcp.ts', [
+    "import { Agent, type McpServerInfo } from 'zoo-keeper'",
+    'async function f(agent: Agent): Promise<string[]> {',
+    "  const a: McpServerInfo = await agent.addMcpServer('files', { command: 'npx', args: ['-y', 'server'], env: { A: '1' }, cwd: '/tmp', timeoutMs: 5000 })",
+    "  await agent.addMcpServer('web', { url: 'http://127.0.0.1:1/mcp', bearerToken: 't', headers: { 'X-A': 'b' } })",
+    "  const removed: boolean = await agent.removeMcpServer('web')",
+    '  void removed',
+    '  return [a.serverName, a.protocolVersion, ...agent.mcpServers().flatMap((s) => s.tools)]',
+    '}',
+    'void f',
+  ])
   assert.equal(run.status, 0, run.stdout + run.stderr)
 })
