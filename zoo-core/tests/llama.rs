@@ -563,6 +563,53 @@ fn gemma3_loads_and_generates() {
     assert!(r2.usage.completion_tokens > 0);
 }
 
+/// Gemma 3 attends within a 512-token sliding window. With a conversation
+/// longer than that, a second turn (prefix reuse) and an edited history
+/// (the cache diverges near its start: partial removal, or a full
+/// re-decode where the cache refuses it) must give the same greedy output
+/// as a fresh agent that decodes everything.
+#[test]
+fn gemma3_past_its_sliding_window_matches_a_fresh_decode() {
+    let _serial = serial();
+    let model = Model::load(
+        model_path("gemma-3-270m-q4_k_m.gguf"),
+        ModelParams::default(),
+    )
+    .unwrap();
+    let config = greedy().max_tokens(12);
+    let long = "The lighthouse keeper wrote in his log every evening, and the sea kept \
+                its own log of storms. "
+        .repeat(30);
+    let follow_up = "When the storm came, the keeper";
+    let fresh_reply = |history: &[Message]| {
+        let fresh = Agent::with_model(model.clone(), config.clone()).unwrap();
+        fresh.set_history(history.to_vec()).unwrap();
+        let reply = fresh.chat(follow_up, ChatOptions::new()).wait().unwrap();
+        assert_eq!(reply.usage.cached_tokens, 0);
+        reply.text
+    };
+
+    let agent = Agent::with_model(model.clone(), config.clone()).unwrap();
+    let first = agent.chat(long.clone(), ChatOptions::new()).wait().unwrap();
+    assert!(
+        first.usage.prompt_tokens > 600,
+        "the first turn must pass the 512-token window: {:?}",
+        first.usage
+    );
+    let second = agent.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    assert!(second.usage.cached_tokens > 600, "{:?}", second.usage);
+    assert_eq!(second.text, fresh_reply(&agent.history()[..2]));
+
+    // The first message changed a few tokens in: almost nothing of the
+    // cache still matches.
+    let mut edited = agent.history()[..2].to_vec();
+    edited[0].content = format!("Long ago. {long}");
+    agent.set_history(edited.clone()).unwrap();
+    let third = agent.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    assert!(third.usage.cached_tokens < 20, "{:?}", third.usage);
+    assert_eq!(third.text, fresh_reply(&edited));
+}
+
 fn auto_request<'a>(messages: &'a [Message], tools: &'a [ToolDefinition]) -> GenerateRequest<'a> {
     GenerateRequest {
         messages,
