@@ -41,6 +41,20 @@ fn smollm2() -> Model {
         .clone()
 }
 
+/// The second architecture (sliding-window attention), loaded once.
+fn gemma3() -> Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            Model::load(
+                model_path("gemma-3-270m-q4_k_m.gguf"),
+                ModelParams::default(),
+            )
+            .expect("Gemma 3 loads")
+        })
+        .clone()
+}
+
 /// The machine has two cores: real-model tests run one at a time, so that
 /// timings (cancellation latency) mean something.
 fn serial() -> MutexGuard<'static, ()> {
@@ -541,11 +555,7 @@ fn full_window_prunes_history_instead_of_failing() {
 #[test]
 fn gemma3_loads_and_generates() {
     let _serial = serial();
-    let model = Model::load(
-        model_path("gemma-3-270m-q4_k_m.gguf"),
-        ModelParams::default(),
-    )
-    .unwrap();
+    let model = gemma3();
     assert_eq!(model.metadata().architecture.as_deref(), Some("gemma3"));
     let agent = Agent::with_model(model, greedy().max_tokens(16)).unwrap();
     let r = agent
@@ -571,11 +581,7 @@ fn gemma3_loads_and_generates() {
 #[test]
 fn gemma3_past_its_sliding_window_matches_a_fresh_decode() {
     let _serial = serial();
-    let model = Model::load(
-        model_path("gemma-3-270m-q4_k_m.gguf"),
-        ModelParams::default(),
-    )
-    .unwrap();
+    let model = gemma3();
     let config = greedy().max_tokens(12);
     let long = "The lighthouse keeper wrote in his log every evening, and the sea kept \
                 its own log of storms. "
