@@ -3,19 +3,23 @@
 //! settings, no binding in between).
 //!
 //! ```sh
-//! cargo run --example generate -- MODEL "prompt" MAX_TOKENS
+//! cargo run --example generate -- MODEL "prompt" MAX_TOKENS [THREADS]
 //! ```
+//!
+//! THREADS defaults to 2, the comparisons' setting.
 
 use zoo_core::{Agent, ChatOptions, Config};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, model, prompt, max_tokens] = args.as_slice() else {
-        return Err("usage: generate MODEL PROMPT MAX_TOKENS".into());
+    let (model, prompt, max_tokens, threads) = match args.as_slice() {
+        [_, model, prompt, max_tokens] => (model, prompt, max_tokens, 2),
+        [_, model, prompt, max_tokens, threads] => (model, prompt, max_tokens, threads.parse()?),
+        _ => return Err("usage: generate MODEL PROMPT MAX_TOKENS [THREADS]".into()),
     };
     let config = Config::new(model.as_str())
         .temperature(0.0)
-        .threads(2)
+        .threads(threads)
         .max_tokens(max_tokens.parse()?);
     let agent = Agent::create(config)?;
     // Streams like a binding does, to a callback that does nothing.
