@@ -21,9 +21,11 @@ export declare class NativeAgent {
   /**
    * Starts a chat and returns at once. `drain(kinds, texts)` receives the
    * chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
-   * last), 3 an error (`[zoo:CODE] message`, last).
+   * last), 3 an error (`[zoo:CODE] message`, last). Tokens and events
+   * are sent only when `withTokens` and `withEvents` ask for them, so a
+   * chat nobody streams costs no thread crossing per token.
    */
-  chat(message: string, drain: (arg0: Array<number>, arg1: Array<string>) => void, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null): NativeChat
+  chat(message: string, drain: (arg0: Array<number>, arg1: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null): NativeChat
   /** Cancels the chat in flight; it ends as `cancelled` within ~100 ms. */
   stop(): void
   /**

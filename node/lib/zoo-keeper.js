@@ -237,8 +237,12 @@ class Agent {
     return JSON.parse(native(() => this.#native.mcpServersJson())).map(toMcpServerInfo)
   }
 
-  /** Starts a chat; `sink` receives token(text), event(event), done(error, response). */
-  #start(message, options, sink) {
+  /**
+   * Starts a chat; `sink` receives token(text), event(event), done(error,
+   * response). `listens` says which of tokens and events anybody reads:
+   * the others are never sent across.
+   */
+  #start(message, options, sink, listens = { tokens: true, events: true }) {
     if (typeof message !== 'string') throw invalid('the message must be a string')
     const { signal, toolChoice, maxTokens, ragContext } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('`signal` must be an AbortSignal')
@@ -281,7 +285,7 @@ class Agent {
         }
       }
     }
-    chat = native(() => this.#native.chat(message, safeDrain, toolChoice ?? null, maxTokens ?? null, ragContext ?? null))
+    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null))
     if (signal) {
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
@@ -344,7 +348,7 @@ class Agent {
           }
           if (outstanding === 0) finish()
         },
-      })
+      }, { tokens: onToken !== undefined, events: onEvent !== undefined })
     })
   }
 

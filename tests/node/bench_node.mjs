@@ -21,8 +21,8 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { zk, CONSUMER } from './helpers.mjs'
 
-const N_TOKENS = 20_000
-const ROUNDS = 7
+const N_TOKENS = 100_000
+const ROUNDS = 15
 const THROUGHPUT_ROUNDS = Number(process.env.ZOO_BENCH_ROUNDS ?? 15)
 const PROMPT = 'Write a long story about a lighthouse keeper and the sea.'
 const MAX_TOKENS = 128

@@ -157,12 +157,17 @@ impl NativeAgent {
 
     /// Starts a chat and returns at once. `drain(kinds, texts)` receives the
     /// chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
-    /// last), 3 an error (`[zoo:CODE] message`, last).
+    /// last), 3 an error (`[zoo:CODE] message`, last). Tokens and events
+    /// are sent only when `withTokens` and `withEvents` ask for them, so a
+    /// chat nobody streams costs no thread crossing per token.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn chat(
         &self,
         message: String,
         drain: Function<'_, Batch, ()>,
+        with_tokens: bool,
+        with_events: bool,
         tool_choice: Option<String>,
         max_tokens: Option<f64>,
         rag_context: Option<String>,
@@ -191,15 +196,20 @@ impl NativeAgent {
             drain,
             finished: false,
         }));
-        let tokens = outbox.clone();
-        let events = outbox.clone();
-        options = options
-            .on_token(move |text| tokens.lock().push(Item::Token(text.to_string())))
-            .on_event(move |event| events.lock().push(Item::Event(event.to_json())))
-            .on_complete(move |result| {
-                let done = result.as_ref().map(Response::to_json).map_err(Clone::clone);
-                outbox.lock().push(Item::Done(done));
-            });
+        if with_tokens {
+            let tokens = outbox.clone();
+            options =
+                options.on_token(move |text| tokens.lock().push(Item::Token(text.to_string())));
+        }
+        if with_events {
+            let events = outbox.clone();
+            options =
+                options.on_event(move |event| events.lock().push(Item::Event(event.to_json())));
+        }
+        options = options.on_complete(move |result| {
+            let done = result.as_ref().map(Response::to_json).map_err(Clone::clone);
+            outbox.lock().push(Item::Done(done));
+        });
         Ok(NativeChat {
             handle: agent.chat(message, options),
         })
