@@ -160,7 +160,11 @@ impl NativeAgent {
     /// last), 3 an error (`[zoo:CODE] message`, last). Tokens and events
     /// are sent only when `withTokens` and `withEvents` ask for them, so a
     /// chat nobody streams costs no thread crossing per token.
-    #[napi]
+    // The generator would type `drain` as taking one `Batch`; it is called
+    // with the batch's two arrays as separate arguments.
+    #[napi(
+        ts_args_type = "message: string, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null"
+    )]
     #[allow(clippy::too_many_arguments)]
     pub fn chat(
         &self,
