@@ -60,7 +60,9 @@ impl ChatOptions {
         self
     }
 
-    /// Calls `f` once with the result.
+    /// Calls `f` once with the result, on the inference thread, just after
+    /// the chat's handle is resolved: a thread waiting on the handle may
+    /// return before `f` has finished (as with a future's done callbacks).
     pub fn on_complete(mut self, f: impl FnOnce(&Result<Response>) + Send + 'static) -> Self {
         self.on_complete = Some(Box::new(f));
         self

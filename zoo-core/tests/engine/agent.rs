@@ -13,32 +13,46 @@ use super::{agent_on, weather_tool};
 
 #[test]
 fn ag_001_engine_overhead_under_10ms_p99() {
-    // Zero-latency mock: everything measured is the engine's own work for a
-    // chat with one tool call and a final reply, from the inference thread's
-    // start of the turn to the response (`metrics.total_ms`), so queue
-    // wake-ups on a loaded machine do not count. `cargo bench` has the
-    // precise figure; this guards the TRD's bound.
+    // The library's overhead (the seed's G-01): a chat with one tool call and
+    // a final reply, timed by the engine from the inference thread's start of
+    // the turn to the response (`metrics.total_ms`), minus the time spent
+    // inside the backend (`prompt_ms + generation_ms`). What remains is
+    // everything Zoo-Keeper adds around the model: history
+    // bookkeeping, parsing, validation, the handler and injection. The mock's
+    // own work (it records and re-counts the whole history on every call) is
+    // the model's share, and wake-ups of the waiting test thread on a loaded
+    // machine do not count either. The history grows over the 300 chats, so
+    // the bound holds for a long conversation too. `cargo bench` has the
+    // precise figure for a fresh history; this guards the seed's bound.
     let _timing = super::timing_lock();
     let mock = MockBackend::new();
     let agent = agent_on(&mock);
     agent.register_tool(weather_tool());
-    let mut times = Vec::new();
+    let mut overheads = Vec::new();
     for i in 0..300 {
         mock.push_replies([
             MockReply::tool_call("get_weather", json!({"city": "Paris"})),
             MockReply::text("It is 21 degrees in Paris."),
         ]);
-        let started = Instant::now();
         let r = agent
             .chat(format!("weather {i}"), ChatOptions::new())
             .wait()
             .unwrap();
-        times.push(started.elapsed());
         assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.metrics.iterations, 2);
+        let m = r.metrics;
+        let backend_ms = m.prompt_ms + m.generation_ms;
+        assert!(backend_ms <= m.total_ms, "{m:?}");
+        overheads.push(Duration::from_secs_f64((m.total_ms - backend_ms) / 1e3));
     }
-    times.sort();
-    let p99 = times[times.len() * 99 / 100];
-    assert!(p99 < Duration::from_millis(10), "p99 {p99:?}");
+    overheads.sort();
+    let p99 = overheads[overheads.len() * 99 / 100];
+    assert!(
+        p99 < Duration::from_millis(10),
+        "p99 {p99:?} (p50 {:?}, max {:?})",
+        overheads[overheads.len() / 2],
+        overheads[overheads.len() - 1]
+    );
 }
 
 #[test]
@@ -235,13 +249,18 @@ fn stress_8_threads_250_chats_each_every_response_once() {
         })
         .collect();
     workers.into_iter().for_each(|w| w.join().unwrap());
+    assert_eq!(mock.calls().len(), 2000);
+    assert_eq!(agent.queue_depth(), 0);
+    // `on_complete` runs after its handle resolves (like a future's done
+    // callbacks), so the last one may still be running here: closing the
+    // agent joins the inference thread, after which every callback has run.
+    let agent = Arc::try_unwrap(agent).unwrap_or_else(|_| panic!("workers hold no agent"));
+    assert!(agent.close_within(Duration::from_secs(10)));
     assert_eq!(
         delivered.load(Ordering::SeqCst),
         2000,
         "each response delivered exactly once"
     );
-    assert_eq!(mock.calls().len(), 2000);
-    assert_eq!(agent.queue_depth(), 0);
 }
 
 #[test]
