@@ -17,10 +17,10 @@ fn ag_001_engine_overhead_under_10ms_p99() {
     // a final reply, timed by the engine from the inference thread's start of
     // the turn to the response (`metrics.total_ms`), minus the time spent
     // inside the backend (`prompt_ms + generation_ms`). What remains is
-    // everything Zoo-Keeper adds around the model: history
-    // bookkeeping, parsing, validation, the handler and injection. The mock's
-    // own work (it records and re-counts the whole history on every call) is
-    // the model's share, and wake-ups of the waiting test thread on a loaded
+    // everything Zoo-Keeper adds around the model: history bookkeeping,
+    // parsing, validation, the handler and injection. The mock's own work
+    // (it records and re-counts the whole history on every call) is the
+    // model's share, and wake-ups of the waiting test thread on a loaded
     // machine do not count either. The history grows over the 300 chats, so
     // the bound holds for a long conversation too. `cargo bench` has the
     // precise figure for a fresh history; this guards the seed's bound.
