@@ -3,11 +3,21 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 /// A flag that, once set, asks a chat to stop. Cheap to clone; every clone
 /// sees the same flag. The backend checks it between tokens, and llama.cpp
 /// checks it inside a decode.
+///
+/// A plain [`cancel`](Self::cancel) ends the chat as `cancelled` and keeps
+/// what it completed; an [`abort`](Self::abort) (a front door whose callback
+/// failed) fails the chat with [`Error::Cancelled`](crate::Error::Cancelled)
+/// and undoes the whole turn, because the host never saw it through.
 #[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
+pub struct CancelToken {
+    flag: Arc<AtomicBool>,
+    abort: Arc<Mutex<Option<String>>>,
+}
 
 impl CancelToken {
     /// A fresh, unset token.
@@ -17,18 +27,30 @@ impl CancelToken {
 
     /// Asks the chat to stop.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
+        self.flag.store(true, Ordering::Release);
+    }
+
+    /// Asks the chat to stop and fail with `reason`, leaving the history as
+    /// it was before the chat. The first reason given wins.
+    pub fn abort(&self, reason: impl Into<String>) {
+        self.abort.lock().get_or_insert_with(|| reason.into());
+        self.cancel();
     }
 
     /// Whether cancellation was asked for.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.flag.load(Ordering::Acquire)
+    }
+
+    /// Why the chat was aborted, if it was.
+    pub fn abort_reason(&self) -> Option<String> {
+        self.abort.lock().clone()
     }
 
     /// The flag itself, for llama.cpp's abort callback to read while a
     /// decode runs.
     #[cfg(feature = "llama")]
     pub(crate) fn shared_flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.0)
+        Arc::clone(&self.flag)
     }
 }

@@ -226,6 +226,14 @@ impl Error {
         }
     }
 
+    /// The error every front door gives for a numeric argument outside its
+    /// range (a per-chat `max_tokens` of -1, say), worded once here.
+    pub fn out_of_range(name: &str, min: i64, max: i64, got: impl std::fmt::Display) -> Self {
+        Error::InvalidArgument(format!(
+            "`{name}` must be an integer from {min} to {max}, got {got}"
+        ))
+    }
+
     /// Shorthand for an [`Error::Mcp`] that is not a JSON-RPC error.
     pub fn mcp(server: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Mcp {

@@ -145,7 +145,11 @@ pub extern "C" fn zoo_agent_set_system_prompt(
 }
 
 /// Cancels the chat in flight (queued chats still run); it ends as
-/// `cancelled` within about 100 ms. Returns `ZOO_INVALID_ARGUMENT` for NULL.
+/// `cancelled` within about 100 ms, also while a tool handler blocks (see
+/// `zoo_tool_fn`). A chat stopped before the model said anything leaves no
+/// trace in the history; after that, its partial reply is kept and every
+/// tool call it made is answered, so the next chat always works. Returns
+/// `ZOO_INVALID_ARGUMENT` for NULL.
 #[no_mangle]
 pub extern "C" fn zoo_agent_stop(agent: *const zoo_agent) -> zoo_status {
     guard(std::ptr::null_mut(), || {

@@ -5,6 +5,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 
 use serde_json::Value;
+use zoo_core::tools::registry::handler_not_callable;
 use zoo_core::{Error, Tool};
 
 use crate::agent::zoo_agent;
@@ -16,11 +17,15 @@ use crate::status::zoo_status;
 /// last reference (possibly the inference thread).
 pub type zoo_free_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
-/// A tool handler. Runs on the agent's inference thread. `arguments_json`
-/// (`arguments_len` bytes, also NUL-terminated) is a JSON object already
-/// validated against the tool's schema, valid only during the call. Report
-/// the outcome with `zoo_tool_result_set_json` or `zoo_tool_result_set_error`
-/// before returning; `result` is valid only during the call.
+/// A tool handler. Runs on the agent's tool thread, one call at a time (never
+/// two handlers of one agent at once). `arguments_json` (`arguments_len`
+/// bytes, also NUL-terminated) is a JSON object already validated against
+/// the tool's schema, valid only during the call. Report the outcome with
+/// `zoo_tool_result_set_json` or `zoo_tool_result_set_error` before
+/// returning; `result` is valid only during the call. A stop does not wait
+/// for a handler: the chat ends as `cancelled` and the handler finishes in
+/// the background, its outcome discarded; the agent's next handler call
+/// waits for it, and `zoo_agent_free` waits for it too.
 pub type zoo_tool_fn = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -68,8 +73,8 @@ impl Drop for UserData {
 /// Registers a tool written in C (replacing one of the same name).
 ///
 /// `name` must match `^[A-Za-z0-9_-]{1,64}$`; `schema_json` is the JSON
-/// schema of the arguments object. `handler` runs on the inference thread
-/// with `user_data`. `free_user_data` (may be NULL) runs exactly once: when
+/// schema of the arguments object. `handler` runs on the agent's tool
+/// thread with `user_data`. `free_user_data` (may be NULL) runs exactly once: when
 /// the tool is replaced or unregistered and no call is running, when the
 /// agent is freed, or right away if registration fails.
 ///
@@ -92,10 +97,10 @@ pub extern "C" fn zoo_agent_register_tool(
     guard(out_error, move || {
         let agent = handle_arg(agent, "agent")?;
         let name = str_arg(name, "name")?;
+        let handler = handler.ok_or_else(|| handler_not_callable(name, "NULL"))?;
         let description = str_arg(description, "description")?;
         let schema: Value = serde_json::from_str(str_arg(schema_json, "schema_json")?)
             .map_err(|e| Error::InvalidJson(format!("schema_json: {e}")))?;
-        let handler = handler.ok_or_else(|| Error::InvalidArgument("`handler` is NULL".into()))?;
         let tool = Tool::new(name, description, schema, move |arguments| {
             call_handler(handler, &data, &arguments)
         })?;

@@ -134,6 +134,14 @@ impl ChatHandle {
         self.cancel.cancel();
     }
 
+    /// Stops the chat and fails it with [`Error::Cancelled`](crate::Error)
+    /// carrying `reason`, leaving the history as it was before the chat
+    /// (for a front door whose callback failed mid-chat). A chat that has
+    /// already finished is not changed.
+    pub fn abort(&self, reason: impl Into<String>) {
+        self.cancel.abort(reason);
+    }
+
     /// The chat's cancel token.
     pub fn cancel_token(&self) -> CancelToken {
         self.cancel.clone()

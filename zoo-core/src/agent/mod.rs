@@ -119,7 +119,10 @@ impl Agent {
         let thread = std::thread::Builder::new()
             .name("zoo-inference".into())
             .spawn(move || {
-                *thread_shared.worker_thread.lock() = Some(std::thread::current().id());
+                thread_shared
+                    .agent_threads
+                    .lock()
+                    .push(std::thread::current().id());
                 body(startup);
                 thread_finished.complete(());
             })
@@ -304,11 +307,11 @@ impl Agent {
         done.wait()
     }
 
-    /// Whether the calling thread is this agent's inference thread (that
-    /// is, the caller is one of its callbacks or tool handlers), where
-    /// blocking on the agent would wait for itself.
+    /// Whether the calling thread is this agent's inference thread or its
+    /// tool thread (that is, the caller is one of its callbacks or tool
+    /// handlers), where blocking on the agent would wait for itself.
     pub fn on_inference_thread(&self) -> bool {
-        *self.shared.worker_thread.lock() == Some(std::thread::current().id())
+        self.shared.on_agent_thread()
     }
 
     /// A cancel token for [`ChatOptions::cancel_token`].
@@ -340,9 +343,9 @@ impl Agent {
         let Some(thread) = self.thread.take() else {
             return true;
         };
-        if thread.thread().id() == std::thread::current().id() {
-            // Dropped from one of its own callbacks: the thread sees the
-            // closed queue after this chat and ends by itself.
+        if self.shared.on_agent_thread() {
+            // Dropped from one of its own callbacks or tool handlers: the
+            // thread sees the closed queue after this chat and ends by itself.
             return false;
         }
         let done = match timeout {

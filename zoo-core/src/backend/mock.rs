@@ -70,13 +70,33 @@ pub struct RecordedCall {
     pub thread: ThreadId,
 }
 
+/// Generate calls a mock keeps for inspection unless told otherwise: a
+/// long-running test (thousands of chats) must not keep every request.
+pub const DEFAULT_RECORD_LIMIT: usize = 100;
+
 #[derive(Debug)]
 struct MockState {
     script: VecDeque<MockReply>,
     piece_delay: Duration,
     context_size: u32,
-    calls: Vec<RecordedCall>,
-    threads: Vec<ThreadId>,
+    /// The most recent generate calls, at most `record_limit`.
+    calls: VecDeque<RecordedCall>,
+    record_limit: usize,
+    call_count: usize,
+    /// The thread of each of the latest `THREAD_RECORDS` method calls.
+    threads: VecDeque<ThreadId>,
+}
+
+/// Method calls whose thread a mock remembers.
+const THREAD_RECORDS: usize = 1000;
+
+impl MockState {
+    fn saw_thread(&mut self) {
+        if self.threads.len() == THREAD_RECORDS {
+            self.threads.pop_front();
+        }
+        self.threads.push_back(std::thread::current().id());
+    }
 }
 
 /// A scripted backend. Clones share their script and records, so a test
@@ -101,8 +121,10 @@ impl MockBackend {
                 script: VecDeque::new(),
                 piece_delay: Duration::ZERO,
                 context_size: 4096,
-                calls: Vec::new(),
-                threads: Vec::new(),
+                calls: VecDeque::new(),
+                record_limit: DEFAULT_RECORD_LIMIT,
+                call_count: 0,
+                threads: VecDeque::new(),
             })),
         }
     }
@@ -119,6 +141,11 @@ impl MockBackend {
         self.state.lock().script.extend(replies);
     }
 
+    /// Drops the replies not yet used (after a cancelled chat, say).
+    pub fn clear_script(&self) {
+        self.state.lock().script.clear();
+    }
+
     /// Sleeps this long before each streamed piece.
     pub fn set_piece_delay(&self, delay: Duration) {
         self.state.lock().piece_delay = delay;
@@ -129,14 +156,29 @@ impl MockBackend {
         self.state.lock().context_size = tokens;
     }
 
-    /// Every generate call so far.
-    pub fn calls(&self) -> Vec<RecordedCall> {
-        self.state.lock().calls.clone()
+    /// Keeps at most this many of the latest generate calls for
+    /// [`calls`](Self::calls) (default [`DEFAULT_RECORD_LIMIT`]).
+    pub fn set_record_limit(&self, calls: usize) {
+        let mut state = self.state.lock();
+        state.record_limit = calls;
+        while state.calls.len() > calls {
+            state.calls.pop_front();
+        }
     }
 
-    /// The thread of every backend method call so far.
+    /// The latest generate calls, oldest first (at most the record limit).
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.state.lock().calls.iter().cloned().collect()
+    }
+
+    /// How many generate calls were made in all, recorded or not.
+    pub fn call_count(&self) -> usize {
+        self.state.lock().call_count
+    }
+
+    /// The thread of each of the latest 1,000 backend method calls.
     pub fn threads(&self) -> Vec<ThreadId> {
-        self.state.lock().threads.clone()
+        self.state.lock().threads.iter().copied().collect()
     }
 
     /// How many clones of this mock exist (the agent holds one while it runs).
@@ -192,15 +234,21 @@ impl Backend for MockBackend {
         let started = Instant::now();
         let (reply, delay) = {
             let mut state = self.state.lock();
-            state.threads.push(std::thread::current().id());
-            state.calls.push(RecordedCall {
-                messages: request.messages.to_vec(),
-                tools: request.tools.to_vec(),
-                tool_choice: request.tool_choice.clone(),
-                max_tokens: request.max_tokens,
-                cache_hint: request.cache_hint,
-                thread: std::thread::current().id(),
-            });
+            state.saw_thread();
+            state.call_count += 1;
+            if state.calls.len() == state.record_limit {
+                state.calls.pop_front();
+            }
+            if state.record_limit > 0 {
+                state.calls.push_back(RecordedCall {
+                    messages: request.messages.to_vec(),
+                    tools: request.tools.to_vec(),
+                    tool_choice: request.tool_choice.clone(),
+                    max_tokens: request.max_tokens,
+                    cache_hint: request.cache_hint,
+                    thread: std::thread::current().id(),
+                });
+            }
             let reply = state.script.pop_front().unwrap_or_else(|| {
                 let last_user = request
                     .messages
@@ -264,7 +312,7 @@ impl Backend for MockBackend {
     }
 
     fn count_tokens(&mut self, message: &Message) -> Result<u32> {
-        self.state.lock().threads.push(std::thread::current().id());
+        self.state.lock().saw_thread();
         Ok(Self::tokens_of(message))
     }
 

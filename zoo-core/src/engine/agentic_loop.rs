@@ -11,8 +11,15 @@
 //!
 //! The loop ends on a reply without calls (`stop`/`length`), after
 //! `max_tool_iterations` replies with calls (`tool_limit`), on cancellation
-//! (`cancelled`, with the partial text) or on a backend error (the turn is
-//! undone and the error returned; the agent stays usable).
+//! (`cancelled`) or on a backend error (the turn is undone and the error
+//! returned; the agent stays usable).
+//!
+//! Whatever the moment of a cancel, the turn either completes or is undone,
+//! so the history always takes the next user message: a cancel before the
+//! model said anything undoes the turn; after that, the partial reply is
+//! kept and every call already made is answered (a call cut short, or one
+//! not started, with an error saying the chat was stopped). An abort (a
+//! front door's callback failed) undoes the turn whatever it had done.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,6 +29,7 @@ use serde_json::Value;
 
 use super::history::History;
 use super::stream_filter::StreamFilter;
+use super::tool_runner::{ToolRun, ToolRunner};
 use crate::backend::{Backend, CacheHint, FinishReason, GenerateRequest, Generation};
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
@@ -29,7 +37,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::event::AgentEvent;
 use crate::message::{Message, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
-use crate::tools::parser::{self, ParseFailure, ParsedCall};
+use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::ToolDefinition;
 
@@ -87,10 +95,12 @@ impl Callbacks<'_> {
 /// including any turns pruned on the way. A panic in a callback, a tool or
 /// the backend is caught and returned as `Error::Internal`, so the inference
 /// thread survives it.
-pub fn run_turn(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_turn(
     backend: &mut dyn Backend,
     history: &mut History,
     tools: &ToolRegistry,
+    runner: &mut ToolRunner,
     settings: &TurnSettings,
     input: TurnInput,
     callbacks: Callbacks<'_>,
@@ -101,9 +111,11 @@ pub fn run_turn(
         backend,
         history,
         tools,
+        runner,
         settings,
         callbacks,
         cancel,
+        replied: false,
         started: Instant::now(),
         first_token: None,
         usage: Usage::default(),
@@ -114,7 +126,12 @@ pub fn run_turn(
     };
     let result = catch_unwind(AssertUnwindSafe(|| turn.run(input)))
         .unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())));
-    if result.is_err() {
+    let undo = match &result {
+        Err(_) => true,
+        // Cancelled before the model said anything: as if never sent.
+        Ok(response) => response.stop_reason == StopReason::Cancelled && !turn.replied,
+    };
+    if undo {
         *history = before;
     }
     result
@@ -125,9 +142,12 @@ struct Turn<'a, 'cb> {
     backend: &'a mut dyn Backend,
     history: &'a mut History,
     tools: &'a ToolRegistry,
+    runner: &'a mut ToolRunner,
     settings: &'a TurnSettings,
     callbacks: Callbacks<'cb>,
     cancel: &'a CancelToken,
+    /// Whether an assistant message of this turn is in the history.
+    replied: bool,
     started: Instant,
     first_token: Option<Duration>,
     usage: Usage,
@@ -142,16 +162,12 @@ impl Turn<'_, '_> {
     fn run(&mut self, input: TurnInput) -> Result<Response> {
         // 1. Format: the user message joins the history; its index marks the
         //    current turn, which pruning never touches.
-        let user = Message::user(input.message);
-        let tokens = self.backend.count_tokens(&user)?;
-        let turn_start = self.history.len();
-        self.history.push(user, tokens)?;
-
+        let turn_start = self.add_user_message(input.message)?;
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         loop {
             if self.cancel.is_cancelled() {
-                return Ok(self.finish(String::new(), StopReason::Cancelled));
+                return self.cancelled(String::new());
             }
             self.metrics.iterations += 1;
             self.callbacks.event(AgentEvent::IterationStarted {
@@ -164,10 +180,7 @@ impl Turn<'_, '_> {
             let generation =
                 self.infer(&definitions, &tool_choice, turn_start, &input.rag_context)?;
             match generation.finish {
-                FinishReason::Cancelled => {
-                    self.commit_reply(Message::assistant(generation.text.clone()))?;
-                    return Ok(self.finish(generation.text, StopReason::Cancelled));
-                }
+                FinishReason::Cancelled => return self.cut_short(generation.text),
                 FinishReason::Length => {
                     self.commit_reply(Message::assistant(generation.text.clone()))?;
                     return Ok(self.finish(generation.text, StopReason::Length));
@@ -175,40 +188,13 @@ impl Turn<'_, '_> {
                 FinishReason::Stop => {}
             }
 
-            // 3. Parse. With no tools visible, the reply is plain text.
-            let parsed = if definitions.is_empty() {
-                parser::ParsedReply {
-                    content: generation.text.trim().to_string(),
-                    ..Default::default()
-                }
-            } else {
-                parser::parse(&generation.text)
-            };
+            // 3. Parse. No call: the reply is final.
+            let parsed = parse_reply(&definitions, &generation.text);
             if !parsed.has_calls() && parsed.failures.is_empty() {
                 self.commit_reply(Message::assistant(parsed.content.clone()))?;
                 return Ok(self.finish(parsed.content, StopReason::Stop));
             }
-
-            // The reply called tools: record it with ids, so that each result
-            // (or error) can answer its call.
-            let calls: Vec<ToolCall> = parsed
-                .calls
-                .iter()
-                .map(|c| ToolCall {
-                    id: self.history.next_call_id(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect();
-            let mut content = parsed.content.clone();
-            for failure in &parsed.failures {
-                content = join_text(&content, &failure.fragment);
-            }
-            self.commit_reply(Message::assistant_with_tool_calls(
-                content.clone(),
-                calls.clone(),
-            ))?;
-
+            let (calls, content) = self.commit_calls(&parsed)?;
             if tool_rounds == self.settings.max_tool_iterations {
                 self.refuse_calls(&calls, "the tool-call limit of this turn was reached")?;
                 return Ok(self.finish(content, StopReason::ToolLimit));
@@ -216,27 +202,99 @@ impl Turn<'_, '_> {
             tool_rounds += 1;
 
             // 4–6. Validate, execute, inject; then unreadable calls.
-            let mut exhausted = false;
-            let mut succeeded = false;
-            for (call, parsed_call) in calls.iter().zip(&parsed.calls) {
-                match self.execute(call, parsed_call)? {
-                    CallOutcome::Succeeded => succeeded = true,
-                    CallOutcome::Failed => {}
-                    CallOutcome::Exhausted => exhausted = true,
-                }
+            let batch = self.run_calls(&calls, &parsed)?;
+            if batch == BatchOutcome::Cancelled {
+                return self.cancelled(content);
             }
-            for failure in &parsed.failures {
-                exhausted |= self.report_unreadable_call(failure)?;
-            }
-
             // A forced choice holds until a call succeeds; after that the
             // model must be free to answer. Past the retry limit, tools are
             // withdrawn so the model answers with what it has.
-            if exhausted {
-                tool_choice = ToolChoice::None;
-            } else if succeeded && tool_choice != ToolChoice::None {
-                tool_choice = ToolChoice::Auto;
+            match batch {
+                BatchOutcome::Exhausted => tool_choice = ToolChoice::None,
+                BatchOutcome::Succeeded if tool_choice != ToolChoice::None => {
+                    tool_choice = ToolChoice::Auto
+                }
+                _ => {}
             }
+        }
+    }
+
+    /// Appends the user's message; returns its index, where the turn starts.
+    fn add_user_message(&mut self, text: String) -> Result<usize> {
+        let user = Message::user(text);
+        let tokens = self.backend.count_tokens(&user)?;
+        let turn_start = self.history.len();
+        self.history.push(user, tokens)?;
+        Ok(turn_start)
+    }
+
+    /// Records a reply that called tools, giving each call an id so that its
+    /// result (or error) can answer it. Returns the calls and the reply's
+    /// prose (unreadable call fragments included, for the model to see).
+    fn commit_calls(&mut self, parsed: &ParsedReply) -> Result<(Vec<ToolCall>, String)> {
+        let calls: Vec<ToolCall> = parsed
+            .calls
+            .iter()
+            .map(|c| ToolCall {
+                id: self.history.next_call_id(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        let mut content = parsed.content.clone();
+        for failure in &parsed.failures {
+            content = join_text(&content, &failure.fragment);
+        }
+        self.commit_reply(Message::assistant_with_tool_calls(
+            content.clone(),
+            calls.clone(),
+        ))?;
+        Ok((calls, content))
+    }
+
+    /// Runs a reply's calls in order, then reports its unreadable ones. A
+    /// stop answers the call it cut short and every call not yet started.
+    fn run_calls(&mut self, calls: &[ToolCall], parsed: &ParsedReply) -> Result<BatchOutcome> {
+        const STOPPED: &str = "the chat was stopped before it ran";
+        let mut outcome = BatchOutcome::Failed;
+        for (index, (call, parsed_call)) in calls.iter().zip(&parsed.calls).enumerate() {
+            if self.cancel.is_cancelled() {
+                self.refuse_calls(&calls[index..], STOPPED)?;
+                return Ok(BatchOutcome::Cancelled);
+            }
+            match self.execute(call, parsed_call)? {
+                CallOutcome::Succeeded if outcome == BatchOutcome::Failed => {
+                    outcome = BatchOutcome::Succeeded
+                }
+                CallOutcome::Exhausted => outcome = BatchOutcome::Exhausted,
+                CallOutcome::Abandoned => {
+                    self.refuse_calls(&calls[index + 1..], STOPPED)?;
+                    return Ok(BatchOutcome::Cancelled);
+                }
+                CallOutcome::Succeeded | CallOutcome::Failed => {}
+            }
+        }
+        for failure in &parsed.failures {
+            if self.report_unreadable_call(failure)? {
+                outcome = BatchOutcome::Exhausted;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// A reply cut short by a cancel: its text is kept when there is any.
+    fn cut_short(&mut self, text: String) -> Result<Response> {
+        if !text.is_empty() && self.cancel.abort_reason().is_none() {
+            self.commit_reply(Message::assistant(text.clone()))?;
+        }
+        self.cancelled(text)
+    }
+
+    /// Ends the turn on a cancel: `cancelled`, or the abort's error.
+    fn cancelled(&mut self, text: String) -> Result<Response> {
+        match self.cancel.abort_reason() {
+            Some(reason) => Err(Error::Cancelled(reason)),
+            None => Ok(self.finish(text, StopReason::Cancelled)),
         }
     }
 
@@ -263,11 +321,8 @@ impl Turn<'_, '_> {
             let described = Message::system(serde_json::to_string(tools)?);
             self.backend.count_tokens(&described)?
         };
-        let reply = self
-            .settings
-            .max_tokens
-            .unwrap_or(DEFAULT_REPLY_RESERVE.min(context / 4));
-        let budget = context.saturating_sub(reply + tool_tokens);
+        let reply = reply_reserve(self.settings.max_tokens, context);
+        let budget = context.saturating_sub(reply.saturating_add(tool_tokens));
         let pruned = self.history.prune_to_fit(budget, turn_start);
         if !pruned.is_empty() {
             tracing::debug!(count = pruned.len(), "pruned history to fit the context");
@@ -352,30 +407,24 @@ impl Turn<'_, '_> {
             arguments: call.arguments.clone(),
         });
         let started = Instant::now();
-        let outcome = match self.tools.get(&parsed.name) {
-            None => Err(Error::ToolNotFound(parsed.name.clone())),
-            Some(tool) => tool.invoke(parsed.arguments.clone()),
+        let outcome = match self.invoke(parsed) {
+            ToolRun::Finished(outcome) => outcome,
+            ToolRun::Abandoned => {
+                let message = format!(
+                    "the chat was stopped while `{}` was running; its result was discarded",
+                    call.name
+                );
+                self.record_call(call, None, Some(message.clone()), ms(started.elapsed()));
+                self.inject(Message::tool_error(&call.id, &call.name, message))?;
+                return Ok(CallOutcome::Abandoned);
+            }
         };
         let duration_ms = ms(started.elapsed());
         let (result, error) = match &outcome {
             Ok(value) => (Some(value.clone()), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        self.records.push(ToolCallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            result: result.clone(),
-            error: error.clone(),
-            duration_ms,
-        });
-        self.callbacks.event(AgentEvent::ToolCallFinished {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            result,
-            error,
-            duration_ms,
-        });
+        self.record_call(call, result, error, duration_ms);
         match outcome {
             Ok(value) => {
                 self.failures_by_tool.remove(&call.name);
@@ -393,6 +442,43 @@ impl Turn<'_, '_> {
                 })
             }
         }
+    }
+
+    /// Validates a call here, then runs its handler on the tool thread.
+    fn invoke(&mut self, parsed: &ParsedCall) -> ToolRun {
+        let Some(tool) = self.tools.get(&parsed.name) else {
+            return ToolRun::Finished(Err(Error::ToolNotFound(parsed.name.clone())));
+        };
+        if let Err(error) = tool.validate(&parsed.arguments) {
+            return ToolRun::Finished(Err(error));
+        }
+        self.runner
+            .run(&tool, parsed.arguments.clone(), self.cancel)
+    }
+
+    /// Keeps the call for the response and reports it finished.
+    fn record_call(
+        &mut self,
+        call: &ToolCall,
+        result: Option<Value>,
+        error: Option<String>,
+        duration_ms: f64,
+    ) {
+        self.records.push(ToolCallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            result: result.clone(),
+            error: error.clone(),
+            duration_ms,
+        });
+        self.callbacks.event(AgentEvent::ToolCallFinished {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            result,
+            error,
+            duration_ms,
+        });
     }
 
     /// A call that could not be parsed goes back to the model as a system
@@ -489,7 +575,9 @@ impl Turn<'_, '_> {
     }
 
     fn commit_reply(&mut self, message: Message) -> Result<()> {
-        self.inject(message)
+        self.inject(message)?;
+        self.replied = true;
+        Ok(())
     }
 
     fn inject(&mut self, message: Message) -> Result<()> {
@@ -523,6 +611,33 @@ enum CallOutcome {
     Succeeded,
     Failed,
     Exhausted,
+    /// A stop came while the handler ran.
+    Abandoned,
+}
+
+/// How a reply's calls went, taken together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchOutcome {
+    /// At least one call succeeded and none exhausted its retries.
+    Succeeded,
+    /// Every call failed, within the retry limit.
+    Failed,
+    /// A tool failed past the retry limit.
+    Exhausted,
+    /// A stop ended the batch; every call is answered.
+    Cancelled,
+}
+
+/// The calls of a reply. With no tools visible, the reply is plain text.
+fn parse_reply(definitions: &[ToolDefinition], text: &str) -> ParsedReply {
+    if definitions.is_empty() {
+        ParsedReply {
+            content: text.trim().to_string(),
+            ..Default::default()
+        }
+    } else {
+        parser::parse(text)
+    }
 }
 
 /// The text a tool result is given to the model as: strings as they are,
@@ -531,6 +646,17 @@ fn result_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    }
+}
+
+/// Tokens kept free for the reply when fitting the history. A `max_tokens`
+/// larger than half the window reserves half of it: a huge limit means "as
+/// long as the room left allows" (the backend stops at the window's end),
+/// never a turn that cannot start.
+fn reply_reserve(max_tokens: Option<u32>, context: u32) -> u32 {
+    match max_tokens {
+        Some(max) => max.min(context / 2),
+        None => DEFAULT_REPLY_RESERVE.min(context / 4),
     }
 }
 

@@ -55,7 +55,49 @@ impl History {
             return Ok(());
         }
         self.check_order(&message)?;
+        self.reserve_call_ids(&message);
         self.entries.push(Entry { message, tokens });
+        Ok(())
+    }
+
+    /// Keeps [`next_call_id`](Self::next_call_id) past every `call_N` id the
+    /// history holds, so that a restored conversation never sees an id again.
+    fn reserve_call_ids(&mut self, message: &Message) {
+        for call in &message.tool_calls {
+            if let Some(n) = call
+                .id
+                .strip_prefix("call_")
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                self.next_call = self.next_call.max(n);
+            }
+        }
+    }
+
+    /// Checks that a new user message may follow: the conversation must not
+    /// end with an unanswered user message or an unanswered tool call.
+    /// Used on a restored history, which would otherwise make every later
+    /// chat fail.
+    pub fn check_can_continue(&self) -> Result<()> {
+        if let Some(id) = self.unanswered_calls().first() {
+            return Err(Error::InvalidMessageSequence(format!(
+                "the history ends with tool call `{id}`, which has no result; \
+                 add its tool message or leave the call out"
+            )));
+        }
+        let last = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.message.role != Role::System);
+        if last.is_some_and(|e| e.message.role == Role::User) {
+            return Err(Error::InvalidMessageSequence(
+                "the history ends with a user message that has no reply; \
+                 a restored history must end with the assistant's reply or a tool result \
+                 (leave the unanswered message out and send it again as a chat)"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 

@@ -5,4 +5,5 @@ pub mod agentic_loop;
 pub mod history;
 pub mod queue;
 pub(crate) mod stream_filter;
+pub(crate) mod tool_runner;
 pub(crate) mod worker;

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use super::agentic_loop::{run_turn, Callbacks, TurnInput, TurnSettings};
 use super::history::History;
 use super::queue::RequestQueue;
+use super::tool_runner::ToolRunner;
 use crate::agent::handle::Completion;
 use crate::agent::options::ChatOptions;
 use crate::agent::AgentState;
@@ -57,7 +58,9 @@ pub(crate) struct Shared {
     pub tools: ToolRegistry,
     pub status: Mutex<Status>,
     pub history: Mutex<Vec<Message>>,
-    pub worker_thread: Mutex<Option<ThreadId>>,
+    /// The inference thread and the tool thread: where callbacks and tool
+    /// handlers run, and where blocking on the agent would wait for itself.
+    pub agent_threads: Mutex<Vec<ThreadId>>,
 }
 
 /// The lifecycle state and the cancel token of the chat in flight, under
@@ -78,19 +81,38 @@ impl Shared {
                 current: None,
             }),
             history: Mutex::new(Vec::new()),
-            worker_thread: Mutex::new(None),
+            agent_threads: Mutex::new(Vec::new()),
         }
     }
 
     pub(crate) fn set_state(&self, state: AgentState) {
         self.status.lock().state = state;
     }
+
+    /// Whether the calling thread is one of the agent's own.
+    pub(crate) fn on_agent_thread(&self) -> bool {
+        self.agent_threads
+            .lock()
+            .contains(&std::thread::current().id())
+    }
 }
 
 /// Serves jobs until the queue is closed. `ready` is completed once the
 /// history is set up, which is when the agent becomes usable.
-pub(crate) fn serve(shared: &Shared, backend: &mut dyn Backend, ready: &Completion<Result<()>>) {
+pub(crate) fn serve(
+    shared: &Arc<Shared>,
+    backend: &mut dyn Backend,
+    ready: &Completion<Result<()>>,
+) {
     let mut history = History::new();
+    let registry = Arc::downgrade(shared);
+    // Dropped at the end of this function, which waits for a handler still
+    // running after a stop: no tool runs once the agent has shut down.
+    let mut runner = ToolRunner::new(move |thread| {
+        if let Some(shared) = registry.upgrade() {
+            shared.agent_threads.lock().push(thread);
+        }
+    });
     if let Err(e) = set_system_prompt(backend, &mut history, shared.config.system_prompt.clone()) {
         shared.set_state(AgentState::Failed);
         ready.complete(Err(e));
@@ -102,7 +124,7 @@ pub(crate) fn serve(shared: &Shared, backend: &mut dyn Backend, ready: &Completi
 
     while let Some(job) = shared.queue.pop() {
         match job {
-            Job::Chat(job) => run_chat(shared, backend, &mut history, *job),
+            Job::Chat(job) => run_chat(shared, backend, &mut history, &mut runner, *job),
             // Publish before completing: a caller woken by the completion
             // must read the new history.
             Job::SetSystemPrompt(prompt, done) => {
@@ -124,7 +146,13 @@ pub(crate) fn serve(shared: &Shared, backend: &mut dyn Backend, ready: &Completi
     }
 }
 
-fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, job: ChatJob) {
+fn run_chat(
+    shared: &Shared,
+    backend: &mut dyn Backend,
+    history: &mut History,
+    runner: &mut ToolRunner,
+    job: ChatJob,
+) {
     let ChatJob {
         message,
         mut options,
@@ -141,7 +169,11 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
         completion,
     };
     if cancel.is_cancelled() {
-        finish_chat(job_completion, Ok(cancelled_before_start()));
+        let result = match cancel.abort_reason() {
+            Some(reason) => Err(Error::Cancelled(reason)),
+            None => Ok(cancelled_before_start()),
+        };
+        finish_chat(job_completion, result);
         return;
     }
     {
@@ -158,7 +190,8 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
             .tool_choice
             .take()
             .unwrap_or_else(|| config.tool_choice.clone()),
-        max_tokens: options.max_tokens.or(config.max_tokens),
+        // 0 is "the agent's limit" in every front door (C's zeroed options).
+        max_tokens: options.max_tokens.filter(|&n| n > 0).or(config.max_tokens),
         stop: config.stop.clone(),
     };
     let input = TurnInput {
@@ -173,6 +206,7 @@ fn run_chat(shared: &Shared, backend: &mut dyn Backend, history: &mut History, j
         backend,
         history,
         &shared.tools,
+        runner,
         &settings,
         input,
         callbacks,
@@ -246,6 +280,7 @@ fn replace_history(
         let tokens = backend.count_tokens(&message)?;
         fresh.push(message, tokens)?;
     }
+    fresh.check_can_continue()?;
     *history = fresh;
     Ok(())
 }

@@ -14,8 +14,17 @@ use crate::error::{Error, Result};
 /// What a handler returns: a JSON result, or a message the model will read.
 pub type ToolResult = std::result::Result<Value, String>;
 
-/// A tool handler. It runs on the inference thread and may block.
+/// A tool handler. It runs on the agent's tool thread, one call at a time,
+/// and may block: a stop does not wait for it.
 pub type ToolHandler = Arc<dyn Fn(Value) -> ToolResult + Send + Sync>;
+
+/// The error every front door gives for a tool registered with something
+/// that cannot be called (`None`, a number, NULL): `got` names what it was.
+pub fn handler_not_callable(tool: &str, got: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "the handler of tool `{tool}` must be a function, got {got}"
+    ))
+}
 
 /// Whether `name` fits `^[A-Za-z0-9_-]{1,64}$`.
 pub fn is_valid_tool_name(name: &str) -> bool {
@@ -105,6 +114,12 @@ impl Tool {
     /// Validates, then runs the handler: the whole invocation, with typed errors.
     pub fn invoke(&self, arguments: Value) -> Result<Value> {
         self.validate(&arguments)?;
+        self.invoke_validated(arguments)
+    }
+
+    /// Runs the handler on arguments that [`validate`](Self::validate)
+    /// accepted, with its failure as a typed error.
+    pub fn invoke_validated(&self, arguments: Value) -> Result<Value> {
         self.call(arguments)
             .map_err(|message| Error::ToolHandlerFailed {
                 tool: self.definition.name.clone(),

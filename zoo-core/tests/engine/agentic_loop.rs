@@ -1,6 +1,6 @@
 //! TA-001 … TA-010: the agentic loop, through the agent.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -12,17 +12,29 @@ use super::{agent_on, weather_tool};
 fn ta_001_chat_returns_a_handle_immediately() {
     let _timing = super::timing_lock();
     let mock = MockBackend::with_script([MockReply::text("slow reply with several words")]);
-    mock.set_piece_delay(Duration::from_millis(50));
     let agent = agent_on(&mock);
+    // The reply cannot finish until the test says so: its first token waits
+    // for `release` (dropped below; the 10 s limit only ends a broken test).
+    let (release, released) = mpsc::channel::<()>();
     let started = Instant::now();
-    let handle = agent.chat("hello", ChatOptions::new());
+    let handle = agent.chat(
+        "hello",
+        ChatOptions::new().on_token(move |_| {
+            let _ = released.recv_timeout(Duration::from_secs(10));
+        }),
+    );
+    // A chat() that waited for its reply would take the 10 s of the gate;
+    // queueing takes microseconds, and a loaded machine stays far below.
     assert!(
-        started.elapsed() < Duration::from_millis(20),
-        "chat() blocked"
+        started.elapsed() < Duration::from_millis(500),
+        "chat() blocked for {:?}",
+        started.elapsed()
     );
     assert!(!handle.is_finished());
     assert!(handle.poll().is_none());
+    drop(release);
     assert_eq!(handle.wait().unwrap().text, "slow reply with several words");
+    assert!(handle.is_finished());
 }
 
 #[test]
@@ -120,10 +132,12 @@ fn ta_005_detected_call_invokes_the_registered_handler() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0, 7);
+    // Handlers run on the agent's tool thread (one at a time), so that a
+    // stop never waits for one that blocks.
     assert_eq!(
         seen[0].1.as_deref(),
-        Some("zoo-inference"),
-        "handlers run on the inference thread"
+        Some("zoo-tools"),
+        "handlers run on the agent's tool thread"
     );
 }
 
@@ -226,6 +240,7 @@ fn ta_008_stop_aborts_inference_within_100ms() {
     agent.stop();
     let response = handle.wait().unwrap();
     let latency = stopped.elapsed();
+    eprintln!("TMPMEASURE ta_008 stop {latency:?}");
     assert!(
         latency < Duration::from_millis(100),
         "stop took {latency:?}"
@@ -245,12 +260,26 @@ fn ta_009_request_after_cancellation_processes_normally() {
         MockReply::text("a b c d e f g h i j k l m n o p"),
         MockReply::text("fresh answer"),
     ]);
-    mock.set_piece_delay(Duration::from_millis(10));
     let agent = agent_on(&mock);
-    let handle = agent.chat("first", ChatOptions::new());
-    std::thread::sleep(Duration::from_millis(30));
+    // The first token reports that the chat runs, then holds the reply
+    // until the test has cancelled it, so the cancel lands mid-reply.
+    let (running, first_token) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let handle = agent.chat(
+        "first",
+        ChatOptions::new().on_token(move |_| {
+            let _ = running.send(());
+            let _ = released.recv_timeout(Duration::from_secs(10));
+        }),
+    );
+    first_token
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the first chat streams");
     handle.cancel();
-    assert_eq!(handle.wait().unwrap().stop_reason, StopReason::Cancelled);
+    drop(release);
+    let cancelled = handle.wait().unwrap();
+    assert_eq!(cancelled.stop_reason, StopReason::Cancelled);
+    assert_eq!(cancelled.text, "a", "the reply stopped at the cancel");
     let response = agent.chat("second", ChatOptions::new()).wait().unwrap();
     assert_eq!(response.stop_reason, StopReason::Stop);
     assert_eq!(response.text, "fresh answer");
