@@ -477,9 +477,10 @@ enum zoo_status zoo_agent_mcp_servers_json(const struct zoo_agent *agent,
  * receives a handle to free with `zoo_model_free`.
  *
  * Returns `ZOO_MODEL_LOAD_FAILED` with a message naming the path and the
- * reason (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON` or
- * `ZOO_INVALID_CONFIG` for bad params, `ZOO_INVALID_ARGUMENT` for NULL or
- * non-UTF-8 arguments. Blocks while loading; call it from any thread.
+ * reason (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON`
+ * for params that are not JSON, `ZOO_INVALID_CONFIG` for anything else
+ * wrong with them (the message names the key), `ZOO_INVALID_ARGUMENT` for
+ * NULL or non-UTF-8 arguments. Blocks while loading; call it from any thread.
  */
 enum zoo_status zoo_model_load(const char *path,
                                const char *params_json,

@@ -281,8 +281,9 @@ void test_invalid_utf8(void) {
     zoo_agent_free(agent);
 }
 
-/* Malformed config JSON is ZOO_INVALID_JSON; a bad value or an unknown key is
- * ZOO_INVALID_CONFIG with a message naming the key. */
+/* Malformed config JSON is ZOO_INVALID_JSON; anything else wrong (not an
+ * object, a bad value, an unknown key) is ZOO_INVALID_CONFIG with a message
+ * naming the key. */
 void test_config_errors(void) {
     struct {
         const char *json;
@@ -291,8 +292,8 @@ void test_config_errors(void) {
     } cases[] = {
         {"{", ZOO_INVALID_JSON, NULL},
         {"", ZOO_INVALID_JSON, NULL},
-        {"[]", ZOO_INVALID_JSON, NULL},
-        {"42", ZOO_INVALID_JSON, NULL},
+        {"[]", ZOO_INVALID_CONFIG, "expected a JSON object"},
+        {"42", ZOO_INVALID_CONFIG, "expected a JSON object"},
         {"{\"temperature\": -1}", ZOO_INVALID_CONFIG, "temperature"},
         {"{\"top_p\": 0}", ZOO_INVALID_CONFIG, "top_p"},
         {"{\"context_size\": 10}", ZOO_INVALID_CONFIG, "context_size"},
@@ -300,7 +301,7 @@ void test_config_errors(void) {
         {"{\"tool_choice\": \"no such choice!\"}", ZOO_INVALID_CONFIG, "tool_choice"},
         {"{\"template\": \"nonsense\"}", ZOO_INVALID_CONFIG, "template"},
         {"{\"no_such_key\": 1}", ZOO_INVALID_CONFIG, "no_such_key"},
-        {"{\"temperature\": \"hot\"}", ZOO_INVALID_CONFIG, NULL},
+        {"{\"temperature\": \"hot\"}", ZOO_INVALID_CONFIG, "temperature"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err = NULL;
@@ -322,6 +323,51 @@ void test_config_errors(void) {
                cases[i].json, (int)s, zoo_status_str(s), (int)cases[i].want, err ? err : "");
         CHECK(agent == SENTINEL_AGENT);
         CHECK_ERROR_MESSAGE(err);
+    }
+
+    /* The exact message, the same in every front door (zoo-core's
+     * tests/engine/config_errors.rs, tests/python/test_config_errors.py,
+     * tests/node/config.test.mjs). */
+    struct {
+        const char *json, *message;
+    } exact[] = {
+        {"{\"temperature\": \"hot\"}",
+         "invalid config `temperature`: expected a finite number >= 0 (0 is greedy), got \"hot\""},
+        {"{\"context_size\": -1}",
+         "invalid config `context_size`: expected 0 (the model's trained context) or a whole "
+         "number from 64 to 4294967295, got -1"},
+        {"{\"gpu_layers\": -2}",
+         "invalid config `gpu_layers`: expected a whole number from -1 to 2147483647 (-1 offloads "
+         "every layer), got -2"},
+        {"{\"temperature\": NaN}",
+         "invalid config `temperature`: expected a finite number >= 0 (0 is greedy), got NaN"},
+        {"{\"repeat_penalty\": Infinity}",
+         "invalid config `repeat_penalty`: expected a finite number > 0 (1 disables it), got "
+         "Infinity"},
+        {"[1]",
+         "invalid config `config`: expected a JSON object such as {\"model_path\": \"model.gguf\"}, "
+         "got an array"},
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        char *err = NULL;
+        zoo_agent *agent = SENTINEL_AGENT;
+        zoo_status s = zoo_agent_create_mock(exact[i].json, NULL, 0, &agent, &err);
+        CHECKF(s == ZOO_INVALID_CONFIG && err && strcmp(err, exact[i].message) == 0,
+               "config %s: status %d, message \"%s\", expected \"%s\"", exact[i].json, (int)s,
+               err ? err : "(null)", exact[i].message);
+        CHECK(agent == SENTINEL_AGENT);
+        th_free_string(&err);
+    }
+    {
+        const char *prefix = "invalid config `temprature`: unknown key; the config keys are "
+                             "`model_path`, `context_size`, ";
+        char *err = NULL;
+        zoo_agent *agent = SENTINEL_AGENT;
+        zoo_status s = zoo_agent_create_mock("{\"temprature\": 0.5}", NULL, 0, &agent, &err);
+        CHECKF(s == ZOO_INVALID_CONFIG && err && strncmp(err, prefix, strlen(prefix)) == 0,
+               "unknown key: status %d, message \"%s\"", (int)s, err ? err : "(null)");
+        CHECK(agent == SENTINEL_AGENT);
+        th_free_string(&err);
     }
 
     /* zoo_agent_create needs a model_path. */
@@ -391,11 +437,24 @@ void test_model_load_errors(void) {
     CHECK_STATUS(zoo_model_load(missing, "{", &model, &err), ZOO_INVALID_JSON, err);
     CHECK_ERROR_MESSAGE(err);
     CHECK_STATUS(zoo_model_load(missing, "{\"no_such_param\": 1}", &model, &err),
-                 ZOO_INVALID_JSON, err);
+                 ZOO_INVALID_CONFIG, err);
+    CHECKF(err && strstr(err, "`no_such_param`: unknown key"), "message: %s",
+           err ? err : "(null)");
     CHECK_ERROR_MESSAGE(err);
     CHECK_STATUS(zoo_model_load(missing, "{\"gpu_layers\": -2}", &model, &err),
                  ZOO_INVALID_CONFIG, err);
-    CHECKF(err && strstr(err, "gpu_layers"), "message: %s", err ? err : "(null)");
+    CHECKF(err && strcmp(err, "invalid config `gpu_layers`: expected a whole number from -1 to "
+                              "2147483647 (-1 offloads every layer), got -2") == 0,
+           "message: %s", err ? err : "(null)");
+    CHECK_ERROR_MESSAGE(err);
+    /* An array is not an object (serde would read it as a tuple). */
+    CHECK_STATUS(zoo_model_load(missing, "[-1, true]", &model, &err), ZOO_INVALID_CONFIG, err);
+    CHECKF(err && strstr(err, "`model_params`: expected a JSON object"), "message: %s",
+           err ? err : "(null)");
+    CHECK_ERROR_MESSAGE(err);
+    CHECK_STATUS(zoo_model_load(missing, "{\"use_mmap\": \"yes\"}", &model, &err),
+                 ZOO_INVALID_CONFIG, err);
+    CHECKF(err && strstr(err, "`use_mmap`"), "message: %s", err ? err : "(null)");
     CHECK_ERROR_MESSAGE(err);
     CHECK_STATUS(zoo_model_load_with_progress(missing, NULL, NULL, NULL, &model, &err),
                  ZOO_MODEL_LOAD_FAILED, err);
@@ -630,8 +689,12 @@ void test_history_visible_on_return(void) {
     int stale_history = 0, stale_prompt = 0;
     const int rounds = 2000; /* the race shows in about 1 round in 300 */
     for (int i = 0; i < rounds; i++) {
-        char json[128], prompt[32];
-        snprintf(json, sizeof json, "[{\"role\":\"user\",\"content\":\"m%d\"}]", i);
+        char json[160], prompt[32];
+        /* A restored history must be able to take the next user message. */
+        snprintf(json, sizeof json,
+                 "[{\"role\":\"user\",\"content\":\"m%d\"},"
+                 "{\"role\":\"assistant\",\"content\":\"r%d\"}]",
+                 i, i);
         REQUIRE_STATUS(zoo_agent_set_history_json(agent, json, &err), ZOO_OK, err);
         char *history = NULL;
         REQUIRE_STATUS(zoo_agent_history_json(agent, &history, &err), ZOO_OK, err);

@@ -1,6 +1,8 @@
 //! Agent configuration: every key of DESIGN.md, its default and its checks.
 
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
 use crate::template::TemplateFamily;
@@ -247,98 +249,547 @@ impl Config {
         self
     }
 
-    /// Parses a JSON object of config keys; missing keys keep their defaults.
+    /// Parses a JSON object of config keys; missing keys keep their
+    /// defaults. Text that is not JSON is [`Error::InvalidJson`]; anything
+    /// else wrong (not an object, an unknown or repeated key, a value of the
+    /// wrong type or out of range, `NaN` or `Infinity` as Python's `json`
+    /// writes them) is [`Error::InvalidConfig`] naming the key and its rule.
     pub fn from_json(json: &str) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_str(json)?;
-        if !value.is_object() {
-            return Err(Error::InvalidJson(
-                "config must be a JSON object of keys such as {\"model_path\": \"...\"}".into(),
-            ));
-        }
-        let config: Config = serde_json::from_value(value).map_err(config_error)?;
+        let object = read_settings(json, &CONFIG_KEYS)?;
+        // Every value was checked against its rule, so this cannot fail but
+        // through a bug; the path still names the key if it does.
+        let config: Config = serde_path_to_error::deserialize(Json::Object(object))
+            .map_err(|e| Error::config(e.path().to_string(), e.inner().to_string()))?;
         config.validate()?;
         Ok(config)
     }
 
-    /// Checks every value; the error names the first bad key and why.
+    /// Checks every value; the error names the first bad key and the rule
+    /// it breaks, in the same words as [`Config::from_json`].
     pub fn validate(&self) -> Result<()> {
-        fn check(ok: bool, key: &str, reason: impl FnOnce() -> String) -> Result<()> {
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::config(key, reason()))
+        // Floats are checked as written (`0.7`, not the f32's `0.699999988`)
+        // and may be NaN, which JSON cannot hold.
+        let floats = [
+            ("temperature", self.temperature),
+            ("top_p", self.top_p),
+            ("min_p", self.min_p),
+            ("repeat_penalty", self.repeat_penalty),
+        ];
+        for (key, value) in floats {
+            CONFIG_KEYS.rule(key).check_f32(key, value)?;
+        }
+        let Json::Object(object) = serde_json::to_value(self)? else {
+            return Err(Error::Internal(
+                "a config serializes to a JSON object".into(),
+            ));
+        };
+        for (key, value) in &object {
+            if !floats.iter().any(|(float, _)| float == key) {
+                CONFIG_KEYS.rule(key).check(key, Given::Json(value))?;
             }
         }
-        if let Some(path) = &self.model_path {
-            check(!path.is_empty(), "model_path", || {
-                "must not be empty".into()
-            })?;
-        }
-        check(
-            self.context_size == 0 || self.context_size >= 64,
-            "context_size",
-            || {
-                format!(
-                    "must be 0 (the model's own) or at least 64, got {}",
-                    self.context_size
-                )
-            },
-        )?;
-        check(self.batch_size >= 1, "batch_size", || {
-            "must be at least 1".into()
-        })?;
-        check(self.threads <= 1024, "threads", || {
-            format!("must be at most 1024, got {}", self.threads)
-        })?;
-        check(self.gpu_layers >= -1, "gpu_layers", || {
-            format!("must be -1 (all) or more, got {}", self.gpu_layers)
-        })?;
-        check(
-            self.temperature.is_finite() && self.temperature >= 0.0,
-            "temperature",
-            || format!("must be a finite number >= 0, got {}", self.temperature),
-        )?;
-        check(self.top_p > 0.0 && self.top_p <= 1.0, "top_p", || {
-            format!("must be in (0, 1], got {}", self.top_p)
-        })?;
-        check((0.0..=1.0).contains(&self.min_p), "min_p", || {
-            format!("must be in [0, 1], got {}", self.min_p)
-        })?;
-        check(
-            self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0,
-            "repeat_penalty",
-            || format!("must be a finite number > 0, got {}", self.repeat_penalty),
-        )?;
-        if let Some(max) = self.max_tokens {
-            check(max >= 1, "max_tokens", || {
-                "must be at least 1 (or null for no limit)".into()
-            })?;
-        }
-        check(self.stop.iter().all(|s| !s.is_empty()), "stop", || {
-            "stop strings must not be empty".into()
-        })?;
-        check(self.max_tool_iterations >= 1, "max_tool_iterations", || {
-            "must be at least 1".into()
-        })?;
-        check(self.max_tool_retries <= 100, "max_tool_retries", || {
-            format!("must be at most 100, got {}", self.max_tool_retries)
-        })?;
         Ok(())
     }
 }
 
-/// Maps serde's message to the key it is about, so C and Python callers are
-/// told which key is wrong.
-fn config_error(e: serde_json::Error) -> Error {
-    let message = e.to_string();
-    let key = message
-        .split('`')
-        .nth(1)
-        .filter(|_| message.starts_with("unknown field"))
-        .map(str::to_string);
-    match key {
-        Some(key) => Error::config(key, message),
-        None => Error::config("config", message),
+/// What every config key accepts. The JSON reader and [`Config::validate`]
+/// both report a broken rule in these words.
+const CONFIG_KEYS: Settings = Settings {
+    name: "config",
+    example: r#"{"model_path": "model.gguf"}"#,
+    keys: &[
+        (
+            "model_path",
+            Rule::Text {
+                null: true,
+                non_empty: true,
+            },
+        ),
+        (
+            "context_size",
+            Rule::Whole {
+                min: 64,
+                max: U32_MAX,
+                zero: Some("the model's trained context"),
+                null: None,
+                note: "",
+            },
+        ),
+        ("batch_size", Rule::whole(1, U32_MAX, "")),
+        ("threads", Rule::whole(0, 1024, " (0 uses every core)")),
+        ("gpu_layers", GPU_LAYERS),
+        (
+            "seed",
+            Rule::Whole {
+                min: 0,
+                max: U32_MAX,
+                zero: None,
+                null: Some("a random seed"),
+                note: "",
+            },
+        ),
+        (
+            "temperature",
+            Rule::Number {
+                min: 0.0,
+                min_open: false,
+                max: None,
+                note: " (0 is greedy)",
+            },
+        ),
+        (
+            "top_p",
+            Rule::Number {
+                min: 0.0,
+                min_open: true,
+                max: Some(1.0),
+                note: "",
+            },
+        ),
+        ("top_k", Rule::whole(0, U32_MAX, " (0 disables it)")),
+        (
+            "min_p",
+            Rule::Number {
+                min: 0.0,
+                min_open: false,
+                max: Some(1.0),
+                note: "",
+            },
+        ),
+        (
+            "repeat_penalty",
+            Rule::Number {
+                min: 0.0,
+                min_open: true,
+                max: None,
+                note: " (1 disables it)",
+            },
+        ),
+        (
+            "max_tokens",
+            Rule::Whole {
+                min: 1,
+                max: U32_MAX,
+                zero: None,
+                null: Some("no limit"),
+                note: "",
+            },
+        ),
+        ("stop", Rule::Texts),
+        (
+            "system_prompt",
+            Rule::Text {
+                null: true,
+                non_empty: false,
+            },
+        ),
+        (
+            "template",
+            Rule::Choice {
+                expected: "auto, a built-in template name or a Jinja source",
+                parse: |value| TemplateChoice::parse(value).map(drop),
+            },
+        ),
+        (
+            "tool_choice",
+            Rule::Choice {
+                expected: "auto, required, none or a tool name",
+                parse: |value| ToolChoice::parse(value).map(drop),
+            },
+        ),
+        ("max_tool_iterations", Rule::whole(1, U32_MAX, "")),
+        ("max_tool_retries", Rule::whole(0, 100, "")),
+    ],
+};
+
+const U32_MAX: i64 = u32::MAX as i64;
+
+/// `gpu_layers`, shared by the config and the model parameters.
+pub(crate) const GPU_LAYERS: Rule = Rule::whole(-1, i32::MAX as i64, " (-1 offloads every layer)");
+
+/// The keys of a JSON settings object (the config, the model parameters)
+/// and the rule each value must follow.
+pub(crate) struct Settings {
+    /// What the object is, as errors about the whole object name it.
+    pub(crate) name: &'static str,
+    /// A small valid object, shown when the JSON is not an object.
+    pub(crate) example: &'static str,
+    /// Every key, in the order errors list them.
+    pub(crate) keys: &'static [(&'static str, Rule)],
+}
+
+impl Settings {
+    /// The rule of a known key (a key the settings' own type serializes).
+    pub(crate) fn rule(&self, key: &str) -> &Rule {
+        self.find(key)
+            .unwrap_or_else(|| panic!("`{key}` has no rule in the {} settings", self.name))
+    }
+
+    fn find(&self, key: &str) -> Option<&Rule> {
+        self.keys
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, rule)| rule)
+    }
+
+    fn unknown(&self, key: &str) -> Error {
+        // Backquoted, so that Node can show them in camelCase.
+        let names: Vec<String> = self.keys.iter().map(|(k, _)| format!("`{k}`")).collect();
+        Error::config(
+            key,
+            format!(
+                "unknown key; the {} keys are {}",
+                self.name,
+                names.join(", ")
+            ),
+        )
+    }
+
+    fn not_an_object(&self, got: &str) -> Error {
+        Error::config(
+            self.name,
+            format!("expected a JSON object such as {}, got {got}", self.example),
+        )
+    }
+}
+
+/// What a settings value must be.
+#[derive(Clone, Copy)]
+pub(crate) enum Rule {
+    /// A whole number from `min` to `max`; `zero` also allows 0 (meaning
+    /// that), `null` allows null (meaning that).
+    Whole {
+        min: i64,
+        max: i64,
+        zero: Option<&'static str>,
+        null: Option<&'static str>,
+        note: &'static str,
+    },
+    /// A number that fits an f32, above `min` (`min_open`) or from it, and
+    /// at most `max`.
+    Number {
+        min: f64,
+        min_open: bool,
+        max: Option<f64>,
+        note: &'static str,
+    },
+    /// `true` or `false`.
+    Bool,
+    /// A string, maybe null, maybe required to be non-empty.
+    Text { null: bool, non_empty: bool },
+    /// An array of non-empty strings.
+    Texts,
+    /// A string that `parse` accepts (its error names the key itself).
+    Choice {
+        expected: &'static str,
+        parse: fn(&str) -> Result<()>,
+    },
+}
+
+/// A value to check: JSON, or a number JSON cannot hold (`NaN`, `Infinity`).
+#[derive(Clone, Copy)]
+pub(crate) enum Given<'a> {
+    Json(&'a Json),
+    NonFinite(f64),
+}
+
+impl Rule {
+    /// A whole number from `min` to `max`, with a note on special values.
+    pub(crate) const fn whole(min: i64, max: i64, note: &'static str) -> Rule {
+        Rule::Whole {
+            min,
+            max,
+            zero: None,
+            null: None,
+            note,
+        }
+    }
+
+    /// The rule in words, as it follows "expected".
+    fn expected(&self) -> String {
+        match *self {
+            Rule::Whole {
+                min,
+                max,
+                zero,
+                null,
+                note,
+            } => {
+                let mut text = String::new();
+                if let Some(meaning) = null {
+                    text.push_str(&format!("null ({meaning}) or "));
+                }
+                if let Some(meaning) = zero {
+                    text.push_str(&format!("0 ({meaning}) or "));
+                }
+                text + &format!("a whole number from {min} to {max}{note}")
+            }
+            Rule::Number {
+                min,
+                min_open,
+                max,
+                note,
+            } => match (max, min_open) {
+                (None, false) => format!("a finite number >= {min}{note}"),
+                (None, true) => format!("a finite number > {min}{note}"),
+                (Some(max), false) => format!("a number from {min} to {max}{note}"),
+                (Some(max), true) => format!("a number greater than {min} and at most {max}{note}"),
+            },
+            Rule::Bool => "true or false".into(),
+            Rule::Text { null, non_empty } => {
+                let text = if non_empty {
+                    "a non-empty string"
+                } else {
+                    "a string"
+                };
+                if null {
+                    format!("{text} or null")
+                } else {
+                    text.into()
+                }
+            }
+            Rule::Texts => "an array of non-empty strings".into(),
+            Rule::Choice { expected, .. } => format!("a string: {expected}"),
+        }
+    }
+
+    fn broken(&self, key: &str, got: &str) -> Error {
+        Error::config(key, format!("expected {}, got {got}", self.expected()))
+    }
+
+    /// Checks an f32 setting as a Rust caller set it.
+    pub(crate) fn check_f32(&self, key: &str, value: f32) -> Result<()> {
+        if !value.is_finite() {
+            return self.check(key, Given::NonFinite(f64::from(value)));
+        }
+        // The shortest decimal that reads back as this f32 (`0.7`, not
+        // `0.699999988079071`), and a whole one as an integer (`0`, not
+        // `0.0`), as a caller would write it.
+        let shown: f64 = value.to_string().parse().unwrap_or(f64::from(value));
+        let json = if shown.fract() == 0.0 && shown.abs() < 1e15 {
+            Json::from(shown as i64)
+        } else {
+            serde_json::Number::from_f64(shown).map_or(Json::Null, Json::Number)
+        };
+        self.check(key, Given::Json(&json))
+    }
+
+    /// Checks `given`, the value of `key`; the error names `key` and the rule.
+    pub(crate) fn check(&self, key: &str, given: Given<'_>) -> Result<()> {
+        let json = match given {
+            Given::NonFinite(value) => return Err(self.broken(key, &non_finite_name(value))),
+            Given::Json(json) => json,
+        };
+        let ok = match (*self, json) {
+            (Rule::Whole { null, .. }, Json::Null) => null.is_some(),
+            (Rule::Whole { min, max, zero, .. }, Json::Number(n)) => {
+                let whole = n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
+                whole.is_some_and(|v| {
+                    (zero.is_some() && v == 0) || (i128::from(min)..=i128::from(max)).contains(&v)
+                })
+            }
+            (
+                Rule::Number {
+                    min, min_open, max, ..
+                },
+                Json::Number(n),
+            ) => {
+                n.as_f64().is_some_and(|v| {
+                    // Values past f32's range would become infinite.
+                    (v as f32).is_finite()
+                        && if min_open { v > min } else { v >= min }
+                        && !max.is_some_and(|max| v > max)
+                })
+            }
+            (Rule::Bool, Json::Bool(_)) => true,
+            (Rule::Text { null, .. }, Json::Null) => null,
+            (Rule::Text { non_empty, .. }, Json::String(s)) => !(non_empty && s.is_empty()),
+            (Rule::Texts, Json::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    if !matches!(item, Json::String(s) if !s.is_empty()) {
+                        return Err(Error::config(
+                            format!("{key}[{i}]"),
+                            format!("expected a non-empty string, got {}", describe(item)),
+                        ));
+                    }
+                }
+                true
+            }
+            (Rule::Choice { parse, .. }, Json::String(s)) => return parse(s),
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(self.broken(key, &describe(json)))
+        }
+    }
+}
+
+/// How Python and JavaScript spell a number JSON cannot hold.
+fn non_finite_name(value: f64) -> String {
+    match value {
+        v if v.is_nan() => "NaN".into(),
+        v if v > 0.0 => "Infinity".into(),
+        _ => "-Infinity".into(),
+    }
+}
+
+/// A JSON value as an error message shows it: scalars as written (strings
+/// quoted, long ones cut), containers by kind.
+fn describe(value: &Json) -> String {
+    const MAX_CHARS: usize = 40;
+    match value {
+        Json::Array(_) => "an array".into(),
+        Json::Object(_) => "an object".into(),
+        Json::String(s) if s.chars().count() > MAX_CHARS => {
+            let head: String = s.chars().take(MAX_CHARS).collect();
+            Json::String(head + "...").to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Reads `text` as a JSON object of `settings`: text that is not JSON is
+/// [`Error::InvalidJson`]; a value that is not an object, an unknown or
+/// repeated key, or a value against its key's rule is
+/// [`Error::InvalidConfig`] naming the key. `NaN`, `Infinity` and
+/// `-Infinity`, which Python's `json.dumps` writes for non-finite floats,
+/// are reported against the key's rule too, not as a JSON syntax error.
+pub(crate) fn read_settings(text: &str, settings: &Settings) -> Result<Map<String, Json>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = match serde_path_to_error::deserialize::<_, TopLevel>(&mut de) {
+        Ok(top) => top,
+        Err(e) => {
+            let Some(value) = non_finite_at(text, e.inner()) else {
+                return Err(Error::InvalidJson(e.into_inner().to_string()));
+            };
+            let mut segments = e.path().iter();
+            let Some(serde_path_to_error::Segment::Map { key }) = segments.next() else {
+                return Err(settings.not_an_object(&non_finite_name(value)));
+            };
+            let Some(rule) = settings.find(key) else {
+                return Err(settings.unknown(key));
+            };
+            return Err(match (segments.next(), rule) {
+                (None, rule) => rule.check(key, Given::NonFinite(value)).err(),
+                (Some(_), Rule::Texts) => Some(Error::config(
+                    e.path().to_string(),
+                    format!(
+                        "expected a non-empty string, got {}",
+                        non_finite_name(value)
+                    ),
+                )),
+                (Some(_), rule) => Some(rule.broken(key, "a value holding a non-finite number")),
+            }
+            .unwrap_or_else(|| Error::Internal(format!("`{key}` accepted a non-finite number"))));
+        }
+    };
+    de.end()?;
+    let entries = match top {
+        TopLevel::Object(entries) => entries,
+        TopLevel::Other(kind) => return Err(settings.not_an_object(kind)),
+    };
+    let mut object = Map::new();
+    for (key, value) in entries {
+        let Some(rule) = settings.find(&key) else {
+            return Err(settings.unknown(&key));
+        };
+        if object.contains_key(&key) {
+            return Err(Error::config(key, "given twice"));
+        }
+        rule.check(&key, Given::Json(&value))?;
+        object.insert(key, value);
+    }
+    Ok(object)
+}
+
+/// The non-finite number (`NaN`, `Infinity`, `-Infinity`) at which JSON
+/// parsing failed, if that is why it failed.
+fn non_finite_at(text: &str, error: &serde_json::Error) -> Option<f64> {
+    if error.classify() != serde_json::error::Category::Syntax || error.line() == 0 {
+        return None;
+    }
+    // serde_json counts lines from 1 and columns in bytes from 1, pointing
+    // at the character it could not take (after the sign of `-Infinity`).
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(error.line() - 1)
+        .map(str::len)
+        .sum();
+    let at = line_start + error.column().checked_sub(1)?;
+    let rest = text.get(at..)?;
+    if rest.starts_with("NaN") {
+        Some(f64::NAN)
+    } else if rest.starts_with("Infinity") {
+        let negative = text.get(..at).is_some_and(|before| before.ends_with('-'));
+        Some(if negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        })
+    } else {
+        None
+    }
+}
+
+/// The top level of a settings text: an object's entries in order
+/// (repeats kept, so that they can be reported), or what it is instead.
+enum TopLevel {
+    Object(Vec<(String, Json)>),
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(TopLevelVisitor)
+    }
+}
+
+struct TopLevelVisitor;
+
+impl<'de> Visitor<'de> for TopLevelVisitor {
+    type Value = TopLevel;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<TopLevel, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(entry) = map.next_entry::<String, Json>()? {
+            entries.push(entry);
+        }
+        Ok(TopLevel::Object(entries))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<TopLevel, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(TopLevel::Other("an array"))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<TopLevel, E> {
+        Ok(TopLevel::Other("a boolean"))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<TopLevel, E> {
+        Ok(TopLevel::Other("a number"))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<TopLevel, E> {
+        Ok(TopLevel::Other("a number"))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<TopLevel, E> {
+        Ok(TopLevel::Other("a number"))
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<TopLevel, E> {
+        Ok(TopLevel::Other("a string"))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<TopLevel, E> {
+        Ok(TopLevel::Other("null"))
     }
 }
 
@@ -374,9 +825,71 @@ mod tests {
         let e = Config::from_json(r#"{"template":"chatm"}"#).unwrap_err();
         assert!(e.to_string().contains("unknown template `chatm`"), "{e}");
         let e = Config::from_json("[1]").unwrap_err();
-        assert_eq!(e.code(), crate::ErrorCode::InvalidJson);
+        assert!(
+            matches!(&e, Error::InvalidConfig { key, .. } if key == "config"),
+            "{e}"
+        );
         let e = Config::from_json("{").unwrap_err();
         assert_eq!(e.code(), crate::ErrorCode::InvalidJson);
+    }
+
+    #[test]
+    fn rules_read_as_written() {
+        let rule = |key| CONFIG_KEYS.rule(key).expected();
+        assert_eq!(
+            rule("context_size"),
+            "0 (the model's trained context) or a whole number from 64 to 4294967295"
+        );
+        assert_eq!(
+            rule("seed"),
+            "null (a random seed) or a whole number from 0 to 4294967295"
+        );
+        assert_eq!(rule("temperature"), "a finite number >= 0 (0 is greedy)");
+        assert_eq!(rule("top_p"), "a number greater than 0 and at most 1");
+        assert_eq!(rule("min_p"), "a number from 0 to 1");
+        assert_eq!(
+            rule("repeat_penalty"),
+            "a finite number > 0 (1 disables it)"
+        );
+        assert_eq!(rule("model_path"), "a non-empty string or null");
+        assert_eq!(rule("stop"), "an array of non-empty strings");
+        // Every key a config serializes has a rule, and no rule is left over.
+        let Json::Object(object) = serde_json::to_value(Config::default()).unwrap() else {
+            panic!("a config is an object");
+        };
+        let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        let ruled: Vec<&str> = CONFIG_KEYS.keys.iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, ruled);
+    }
+
+    #[test]
+    fn non_finite_tokens_are_found_where_serde_stops() {
+        for (text, want) in [
+            ("{\"temperature\": NaN}", "NaN"),
+            ("{\"temperature\":Infinity}", "Infinity"),
+            (
+                "{\n  \"top_p\": 0.5,\n  \"temperature\":\n    -Infinity\n}",
+                "-Infinity",
+            ),
+        ] {
+            let e = Config::from_json(text).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid config `temperature`: expected a finite number >= 0 (0 is greedy), got {want}"
+                ),
+                "{text}"
+            );
+        }
+        // Other syntax errors stay JSON errors.
+        for text in [
+            "{\"temperature\": Nope}",
+            "{\"temperature\": -}",
+            "{\"a\": 1} NaN",
+        ] {
+            let e = Config::from_json(text).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidJson, "{text}: {e}");
+        }
     }
 
     #[test]

@@ -2,7 +2,6 @@
 
 use std::ffi::{c_char, c_void};
 
-use serde::Deserialize;
 use zoo_core::{Error, Model, ModelParams};
 
 use crate::boundary::{guard, guard_void, handle_arg, opt_str_arg, out_arg, str_arg};
@@ -19,39 +18,8 @@ pub struct zoo_model {
 pub type zoo_progress_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, progress: f32) -> bool>;
 
-#[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct ParamsJson {
-    gpu_layers: i32,
-    use_mmap: bool,
-}
-
-impl Default for ParamsJson {
-    fn default() -> Self {
-        let p = ModelParams::default();
-        ParamsJson {
-            gpu_layers: p.gpu_layers,
-            use_mmap: p.use_mmap,
-        }
-    }
-}
-
 fn parse_params(json: Option<&str>) -> Result<ModelParams, Error> {
-    let params: ParamsJson = match json {
-        None => ParamsJson::default(),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| Error::InvalidJson(format!("model params: {e}")))?,
-    };
-    if params.gpu_layers < -1 {
-        return Err(Error::config(
-            "gpu_layers",
-            format!("must be -1 (all) or more, got {}", params.gpu_layers),
-        ));
-    }
-    Ok(ModelParams {
-        gpu_layers: params.gpu_layers,
-        use_mmap: params.use_mmap,
-    })
+    json.map_or(Ok(ModelParams::default()), ModelParams::from_json)
 }
 
 /// Loads a GGUF model.
@@ -61,9 +29,10 @@ fn parse_params(json: Option<&str>) -> Result<ModelParams, Error> {
 /// receives a handle to free with `zoo_model_free`.
 ///
 /// Returns `ZOO_MODEL_LOAD_FAILED` with a message naming the path and the
-/// reason (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON` or
-/// `ZOO_INVALID_CONFIG` for bad params, `ZOO_INVALID_ARGUMENT` for NULL or
-/// non-UTF-8 arguments. Blocks while loading; call it from any thread.
+/// reason (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON`
+/// for params that are not JSON, `ZOO_INVALID_CONFIG` for anything else
+/// wrong with them (the message names the key), `ZOO_INVALID_ARGUMENT` for
+/// NULL or non-UTF-8 arguments. Blocks while loading; call it from any thread.
 #[no_mangle]
 pub extern "C" fn zoo_model_load(
     path: *const c_char,

@@ -7,11 +7,12 @@
 //! that prints like Python's `json.dumps`.
 
 use std::fmt;
+use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Kwargs, Value};
-use minijinja::{AutoEscape, Environment, Error as JinjaError, ErrorKind};
+use minijinja::{AutoEscape, Environment, Error as JinjaError, ErrorKind, Output, State};
 
 /// The name the one template of an environment is stored under; it shows up
 /// in minijinja's error locations (`in chat:3`).
@@ -38,6 +39,128 @@ pub(crate) fn environment(source: &str) -> Result<Environment<'static>, JinjaErr
     env.add_function("strftime_now", strftime_now);
     env.add_template_owned(TEMPLATE_NAME, source.to_owned())?;
     Ok(env)
+}
+
+/// `env` with a budget for one render: at most `fuel` instructions, and at
+/// most `output_bytes` written by `{{ … }}` expressions in all (captured
+/// blocks included, which never reach the writer). Cloning an environment
+/// copies a few `Arc`s, so each render can have a budget of its own.
+pub(crate) fn limited(
+    env: &Environment<'static>,
+    fuel: u64,
+    output_bytes: usize,
+) -> Environment<'static> {
+    let mut env = env.clone();
+    env.set_fuel(Some(fuel));
+    env.set_formatter(
+        move |out: &mut Output<'_>, state: &mut State<'_, '_>, value: &Value| {
+            let len = match value.as_str() {
+                Some(text) => text.len(),
+                // Measured by formatting into a counter that gives up past the
+                // budget, so that a huge value is never built to be measured.
+                None => {
+                    let mut counter = ByteCounter {
+                        len: 0,
+                        max: output_bytes,
+                    };
+                    let _ = fmt::write(&mut counter, format_args!("{value}"));
+                    counter.len
+                }
+            };
+            let emitted = state.get_or_insert_extension(Emitted(0));
+            emitted.0 = emitted.0.saturating_add(len);
+            if emitted.0 > output_bytes {
+                return Err(output_too_long(output_bytes));
+            }
+            minijinja::escape_formatter(out, state, value)
+        },
+    );
+    env
+}
+
+/// Bytes emitted by expressions so far in one render.
+struct Emitted(usize);
+
+/// Counts formatted bytes, failing once past `max`.
+struct ByteCounter {
+    len: usize,
+    max: usize,
+}
+
+impl fmt::Write for ByteCounter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.len = self.len.saturating_add(s.len());
+        if self.len > self.max {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Marks a render stopped because it wrote more than its budget.
+#[derive(Debug)]
+pub(crate) struct OutputTooLong(pub(crate) usize);
+
+impl fmt::Display for OutputTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the output passed {} bytes", self.0)
+    }
+}
+
+impl std::error::Error for OutputTooLong {}
+
+fn output_too_long(max: usize) -> JinjaError {
+    JinjaError::new(ErrorKind::InvalidOperation, OutputTooLong(max).to_string())
+        .with_source(OutputTooLong(max))
+}
+
+/// The budget `err` reports having passed, if it is an [`OutputTooLong`]
+/// (from the formatter or from a [`LimitedWriter`]).
+pub(crate) fn output_limit_passed(err: &JinjaError) -> Option<usize> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(err);
+    while let Some(e) = source {
+        if let Some(too_long) = e.downcast_ref::<OutputTooLong>() {
+            return Some(too_long.0);
+        }
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            if let Some(too_long) = io.get_ref().and_then(|e| e.downcast_ref::<OutputTooLong>()) {
+                return Some(too_long.0);
+            }
+        }
+        source = e.source();
+    }
+    None
+}
+
+/// Collects a render's output, refusing to grow past `max` bytes.
+pub(crate) struct LimitedWriter {
+    pub(crate) bytes: Vec<u8>,
+    max: usize,
+}
+
+impl LimitedWriter {
+    /// An empty buffer that holds at most `max` bytes.
+    pub(crate) fn new(max: usize) -> Self {
+        LimitedWriter {
+            bytes: Vec::new(),
+            max,
+        }
+    }
+}
+
+impl io::Write for LimitedWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.max {
+            return Err(io::Error::other(OutputTooLong(self.max)));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Marks an error as raised on purpose by the template, so that its message

@@ -223,13 +223,27 @@ impl ChatTemplate {
     /// `add_generation_prompt` the prompt ends where the assistant's reply
     /// begins. A template that refuses the conversation (`raise_exception`,
     /// typically over role order) or fails while rendering gives
-    /// [`Error::InvalidMessageSequence`] with its message.
+    /// [`Error::InvalidMessageSequence`] with its message. A template that
+    /// runs past its budget (see [`RenderBudget`]) gives
+    /// [`Error::InvalidConfig`] on `template`: it would otherwise hold the
+    /// inference thread, where no stop reaches it, for as long as it loops.
     pub fn render(
         &self,
         messages: &[Message],
         tools: &[ToolDefinition],
         add_generation_prompt: bool,
     ) -> Result<String> {
+        self.render_measured(messages, tools, add_generation_prompt)
+            .map(|(prompt, _)| prompt)
+    }
+
+    /// [`render`](Self::render), also returning the fuel the render used.
+    pub(crate) fn render_measured(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        add_generation_prompt: bool,
+    ) -> Result<(String, u64)> {
         let prepared;
         let (messages, tools) = if self.native_tools {
             (messages, tools)
@@ -237,30 +251,118 @@ impl ChatTemplate {
             prepared = tool_prompt::prepare_messages(messages, tools, self.tool_call_format());
             (prepared.as_slice(), &[][..])
         };
+        let messages = messages_json(messages);
+        let tools = tools_json(tools);
+        let budget = RenderBudget::for_input(&messages, &tools);
         // Hugging Face passes `tools=None` when there are none, and templates
         // test `tools is not none`; an undefined value would pass that test.
-        let tools = if tools.is_empty() {
-            Value::from(())
-        } else {
-            Value::from(Serde(tools_json(tools)))
+        let tools = match tools {
+            Json::Array(list) if list.is_empty() => Value::from(()),
+            tools => Value::from(Serde(tools)),
         };
         let ctx = context! {
-            messages => Value::from(Serde(messages_json(messages))),
+            messages => Value::from(Serde(messages)),
             tools => tools,
             add_generation_prompt => add_generation_prompt,
             bos_token => self.special.bos.as_str(),
             eos_token => self.special.eos.as_str(),
         };
-        let template = self
-            .env
+        let env = jinja::limited(&self.env, budget.fuel, budget.output_bytes);
+        let template = env
             .get_template(jinja::TEMPLATE_NAME)
             .map_err(|e| Error::Internal(format!("chat template missing: {e}")))?;
-        template.render(ctx).map_err(|e| {
-            Error::InvalidMessageSequence(match jinja::raised_message(&e) {
-                Some(message) => message.to_string(),
-                None => format!("chat template ({}) failed to render: {e}", self.origin),
-            })
+        let mut out = jinja::LimitedWriter::new(budget.output_bytes);
+        let captured = template
+            .render_captured_to(ctx, &mut out)
+            .map_err(|e| self.render_error(&e, &budget))?;
+        let fuel = captured.state().fuel_levels().map_or(0, |(used, _)| used);
+        let prompt = String::from_utf8(out.bytes)
+            .map_err(|e| Error::Internal(format!("chat template wrote bad UTF-8: {e}")))?;
+        Ok((prompt, fuel))
+    }
+
+    fn render_error(&self, e: &minijinja::Error, budget: &RenderBudget) -> Error {
+        let over = |what: String| {
+            let hint = match self.origin.as_str() {
+                "gguf" => "; set `template` to a built-in (e.g. chatml) to replace the model's own",
+                _ => "",
+            };
+            Error::config(
+                "template",
+                format!("the chat template ({}) {what}{hint}", self.origin),
+            )
+        };
+        if e.kind() == minijinja::ErrorKind::OutOfFuel {
+            return over(format!(
+                "ran out of fuel after {} steps: it loops too long",
+                budget.fuel
+            ));
+        }
+        if let Some(max) = jinja::output_limit_passed(e) {
+            return over(format!(
+                "wrote more than {max} bytes: its output is too long"
+            ));
+        }
+        Error::InvalidMessageSequence(match jinja::raised_message(e) {
+            Some(message) => message.to_string(),
+            None => format!("chat template ({}) failed to render: {e}", self.origin),
         })
+    }
+}
+
+/// What one render may use. A chat template does a little work per message
+/// and per tool, so the budget grows with them. Measured (`cargo test -p
+/// zoo-core --lib template_fuel -- --nocapture`): on a 200-message history
+/// with 20 tools the built-in templates use 3,000 to 6,300 instructions,
+/// Qwen 2.5's 10,100 and Llama 3.2's 8,500, under 50 per message or tool;
+/// the budget is 100 times that (2.1 million instructions there), while a
+/// template that loops without end runs out in 0.1 s (one message) to
+/// 0.2 s (that history), at about 90 ns an instruction in a dev build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderBudget {
+    /// Template instructions (minijinja fuel).
+    pub fuel: u64,
+    /// Bytes of output, and of text written by expressions in all.
+    pub output_bytes: usize,
+}
+
+impl RenderBudget {
+    /// Fuel for any render, however short the conversation.
+    pub const FUEL_BASE: u64 = 1_000_000;
+    /// Fuel added per message and per tool.
+    pub const FUEL_PER_ITEM: u64 = 5_000;
+    /// Output allowed for any render.
+    pub const OUTPUT_BASE: usize = 16 << 20;
+    /// Output allowed per byte of the conversation and tools (a template
+    /// wraps its input in a few markers, or repeats it a couple of times).
+    pub const OUTPUT_PER_INPUT_BYTE: usize = 16;
+
+    fn for_input(messages: &Json, tools: &Json) -> Self {
+        let items = [messages, tools]
+            .iter()
+            .map(|list| list.as_array().map_or(0, Vec::len) as u64)
+            .sum::<u64>();
+        let input_bytes = json_size(messages) + json_size(tools);
+        RenderBudget {
+            fuel: Self::FUEL_BASE + Self::FUEL_PER_ITEM * items,
+            output_bytes: Self::OUTPUT_BASE
+                .saturating_add(input_bytes.saturating_mul(Self::OUTPUT_PER_INPUT_BYTE)),
+        }
+    }
+}
+
+/// About as many bytes as `value` takes as JSON, without writing it.
+fn json_size(value: &Json) -> usize {
+    match value {
+        Json::Null | Json::Bool(_) | Json::Number(_) => 8,
+        Json::String(s) => s.len() + 2,
+        Json::Array(items) => items.iter().map(json_size).sum::<usize>() + 2,
+        Json::Object(map) => {
+            map.iter()
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+                + 2
+        }
     }
 }
 

@@ -663,3 +663,186 @@ fn templates_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync + Clone>() {}
     assert_send_sync::<ChatTemplate>();
 }
+
+/// A template that loops 10^12 times (minijinja caps one `range` at 10^5).
+const RUNAWAY: &str = "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100) %}{% endfor %}{% endfor %}{% endfor %}";
+
+/// 20 tools, each with a few typed parameters.
+fn many_tools() -> Vec<ToolDefinition> {
+    (0..20)
+        .map(|i| ToolDefinition {
+            name: format!("tool_{i}"),
+            description: format!("Tool number {i}: does something useful with its arguments."),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "A city"},
+                    "days": {"type": "integer", "minimum": 1, "maximum": 14},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city"],
+            }),
+        })
+        .collect()
+}
+
+/// A 200-message history: a system prompt, then rounds of a question, a
+/// tool call, its result and an answer.
+fn long_history() -> Vec<Message> {
+    let mut messages = vec![Message::system("You are a helpful assistant.")];
+    let mut round = 0;
+    while messages.len() < 200 {
+        let id = format!("call_{round}");
+        messages.push(Message::user(format!(
+            "Question {round}: the weather in Paris?"
+        )));
+        messages.push(Message::assistant_with_tool_calls(
+            "",
+            vec![weather_call(&id, "Paris")],
+        ));
+        messages.push(Message::tool(&id, "get_weather", r#"{"temp_c": 18}"#));
+        messages.push(Message::assistant(format!("Answer {round}: 18 degrees.")));
+        round += 1;
+    }
+    messages.truncate(200);
+    // End on a user turn, as every prompt the engine renders does.
+    messages.push(Message::user("And tomorrow?"));
+    messages
+}
+
+/// The fuel budget is far above what real templates use on a long history
+/// with many tools, and a render of it stays fast. Prints the measurements
+/// (`cargo test -p zoo-core --lib template_fuel -- --nocapture`).
+#[test]
+fn template_fuel_of_real_templates_is_far_below_the_budget() {
+    let messages = long_history();
+    let tools = many_tools();
+    let mut templates: Vec<(String, ChatTemplate)> = TemplateFamily::ALL
+        .into_iter()
+        .map(|f| {
+            let t = ChatTemplate::builtin(f, special("<s>", "</s>"));
+            (f.name().to_string(), t)
+        })
+        .collect();
+    for (name, source) in [
+        ("qwen2.5", QWEN25),
+        ("llama3.2", LLAMA32),
+        ("smollm2", SMOLLM2),
+    ] {
+        let t = ChatTemplate::from_jinja(source, special("<s>", "</s>")).unwrap();
+        templates.push((name.to_string(), t));
+    }
+    let budget = RenderBudget::FUEL_BASE + RenderBudget::FUEL_PER_ITEM * 200;
+    for (name, template) in &templates {
+        let start = std::time::Instant::now();
+        let (prompt, fuel) = template.render_measured(&messages, &tools, true).unwrap();
+        eprintln!(
+            "{name}: {fuel} fuel, {} bytes, {:?} for {} messages and {} tools",
+            prompt.len(),
+            start.elapsed(),
+            messages.len(),
+            tools.len()
+        );
+        assert!(fuel > 0, "{name}: fuel is not measured");
+        assert!(
+            fuel * 100 <= budget,
+            "{name} used {fuel} fuel; the budget ({budget}) must be 100 times that"
+        );
+    }
+}
+
+/// A custom template that loops 10^12 times fails with a typed error, fast,
+/// instead of holding the inference thread (where no stop reaches it).
+#[test]
+fn runaway_custom_template_runs_out_of_fuel() {
+    let template = ChatTemplate::from_jinja(RUNAWAY, SpecialTokens::default()).unwrap();
+    let start = std::time::Instant::now();
+    let err = template
+        .render(&[Message::user("Hi")], &[], true)
+        .unwrap_err();
+    let elapsed = start.elapsed();
+    eprintln!("a runaway template failed after {elapsed:?}: {err}");
+    let budget = RenderBudget::FUEL_BASE + RenderBudget::FUEL_PER_ITEM;
+    assert_eq!(
+        err,
+        Error::config(
+            "template",
+            format!(
+                "the chat template (custom) ran out of fuel after {budget} steps: it loops too long"
+            )
+        )
+    );
+    // About 0.1 s here; generous for a loaded 2-core machine.
+    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+}
+
+/// A GGUF's own template goes through the same budget, and the error says
+/// how to replace it.
+#[test]
+fn runaway_gguf_template_runs_out_of_fuel() {
+    let metadata = ModelMetadata {
+        chat_template: Some(RUNAWAY.into()),
+        ..ModelMetadata::default()
+    };
+    let template = ChatTemplate::resolve(&TemplateChoice::Auto, &metadata).unwrap();
+    assert_eq!(template.origin(), "gguf");
+    let err = template
+        .render(&[Message::user("Hi")], &[], true)
+        .unwrap_err();
+    let Error::InvalidConfig { key, reason } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(key, "template");
+    assert!(
+        reason.starts_with("the chat template (gguf) ran out of fuel after ")
+            && reason
+                .ends_with("set `template` to a built-in (e.g. chatml) to replace the model's own"),
+        "{reason}"
+    );
+}
+
+/// A template that writes without end fails once its output passes the
+/// budget, whether it writes to the prompt or into a captured block.
+#[test]
+fn endless_template_output_is_cut_at_the_budget() {
+    let limit = RenderBudget::OUTPUT_BASE;
+    let to_prompt = "{% for i in range(100000) %}{% for j in range(100000) %}{{ 'x' * 100000 }}{% endfor %}{% endfor %}";
+    let raw_text = format!(
+        "{{% for i in range(100000) %}}{{% for j in range(100000) %}}{}{{% endfor %}}{{% endfor %}}",
+        "y".repeat(100_000)
+    );
+    let captured = "{% set s %}{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}{% endset %}{{ s | length }}";
+    for source in [to_prompt, raw_text.as_str(), captured] {
+        let template = ChatTemplate::from_jinja(source, SpecialTokens::default()).unwrap();
+        let err = template.render(&[], &[], true).unwrap_err();
+        let Error::InvalidConfig { key, reason } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(key, "template");
+        // The budget grows with the input a little: an empty conversation
+        // is a few bytes.
+        assert!(
+            reason.starts_with("the chat template (custom) wrote more than ")
+                && reason.ends_with(" bytes: its output is too long"),
+            "{reason}"
+        );
+        let max: usize = reason
+            .trim_start_matches("the chat template (custom) wrote more than ")
+            .trim_end_matches(" bytes: its output is too long")
+            .parse()
+            .unwrap();
+        assert!((limit..limit + 1024).contains(&max), "{max}");
+    }
+}
+
+/// The output budget grows with the conversation: a message longer than the
+/// base budget still renders.
+#[test]
+fn long_messages_fit_the_output_budget() {
+    let long = "z".repeat(RenderBudget::OUTPUT_BASE + 1);
+    let template = ChatTemplate::builtin(TemplateFamily::Chatml, SpecialTokens::default());
+    let prompt = template
+        .render(&[Message::user(long.clone())], &[], true)
+        .unwrap();
+    assert!(prompt.contains(&long));
+}

@@ -4,6 +4,7 @@
 
 mod agent;
 mod agentic_loop;
+mod config_errors;
 mod error_recovery;
 mod history;
 mod request_queue;

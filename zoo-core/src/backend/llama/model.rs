@@ -9,8 +9,11 @@ use llama_cpp_2::llama_backend::LlamaBackend as LlamaRuntime;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 
+use serde::Deserialize;
+use serde_json::Value as Json;
+
 use super::logs;
-use crate::config::Config;
+use crate::config::{read_settings, Config, Given, Rule, Settings, GPU_LAYERS};
 use crate::error::{Error, Result};
 use crate::template::{ModelMetadata, SpecialTokens};
 
@@ -45,6 +48,60 @@ impl Default for ModelParams {
     }
 }
 
+/// What the model parameters' JSON keys accept.
+const MODEL_PARAMS_KEYS: Settings = Settings {
+    name: "model_params",
+    example: r#"{"gpu_layers": 0, "use_mmap": true}"#,
+    keys: &[("gpu_layers", GPU_LAYERS), ("use_mmap", Rule::Bool)],
+};
+
+/// The JSON form of [`ModelParams`]: every key optional.
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ParamsJson {
+    gpu_layers: i32,
+    use_mmap: bool,
+}
+
+impl Default for ParamsJson {
+    fn default() -> Self {
+        let ModelParams {
+            gpu_layers,
+            use_mmap,
+        } = ModelParams::default();
+        ParamsJson {
+            gpu_layers,
+            use_mmap,
+        }
+    }
+}
+
+impl ModelParams {
+    /// Parses a JSON object with `gpu_layers` and `use_mmap` (both
+    /// optional). Text that is not JSON is [`Error::InvalidJson`]; anything
+    /// else wrong (not an object, an unknown key, a bad value) is
+    /// [`Error::InvalidConfig`] naming the key and its rule, in the same
+    /// words as [`Config::from_json`].
+    pub fn from_json(json: &str) -> Result<Self> {
+        let object = read_settings(json, &MODEL_PARAMS_KEYS)?;
+        let params: ParamsJson = serde_path_to_error::deserialize(Json::Object(object))
+            .map_err(|e| Error::config(e.path().to_string(), e.inner().to_string()))?;
+        let params = ModelParams {
+            gpu_layers: params.gpu_layers,
+            use_mmap: params.use_mmap,
+        };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// Checks every value: `gpu_layers` is -1 (all) or more.
+    pub fn validate(&self) -> Result<()> {
+        MODEL_PARAMS_KEYS
+            .rule("gpu_layers")
+            .check("gpu_layers", Given::Json(&Json::from(self.gpu_layers)))
+    }
+}
+
 impl From<&Config> for ModelParams {
     fn from(config: &Config) -> Self {
         ModelParams {
@@ -76,7 +133,7 @@ impl std::fmt::Debug for Model {
 }
 
 impl Model {
-    /// Loads a GGUF file.
+    /// Loads a GGUF file. Bad `params` are [`Error::InvalidConfig`].
     pub fn load(path: impl AsRef<Path>, params: ModelParams) -> Result<Model> {
         Self::load_with_progress(path, params, |_| true)
     }
@@ -88,6 +145,7 @@ impl Model {
         params: ModelParams,
         mut on_progress: impl FnMut(f32) -> bool + 'static,
     ) -> Result<Model> {
+        params.validate()?;
         let path = path.as_ref();
         let shown = path.display().to_string();
         let fail = |reason: String| Error::ModelLoadFailed {
@@ -112,9 +170,10 @@ impl Model {
                 }
                 go_on
             });
-        llama_params = match params.gpu_layers {
-            -1 => llama_params.with_n_gpu_layers(u32::MAX >> 1),
-            n => llama_params.with_n_gpu_layers(n.max(0) as u32),
+        llama_params = match u32::try_from(params.gpu_layers) {
+            Ok(n) => llama_params.with_n_gpu_layers(n),
+            // -1, the only negative value `validate` lets through.
+            Err(_) => llama_params.with_n_gpu_layers(u32::MAX >> 1),
         };
 
         logs::take_recent_errors();
