@@ -7,7 +7,18 @@
 //! as a call, so anything unreadable becomes a [`ParseFailure`] that goes back
 //! to the model. Bare JSON counts only when it is shaped like a call, so that
 //! ordinary JSON and braces in prose stay content. Where a JSON value ends is
-//! always left to serde_json, so nesting, strings and escapes cannot fool it.
+//! decided as serde_json decides it, so nesting, strings and escapes cannot
+//! fool it.
+//!
+//! The time is linear in the length of the text, whatever the text. A `{`
+//! that does not start a valid value is skipped by one byte, so the text
+//! inside it is tried again; asking serde_json each time rereads that text
+//! from every bracket, up to 128 levels deep (seconds for a few hundred KB of
+//! unclosed JSON). Instead [`Json`] walks a bracketed value once with an
+//! explicit stack and remembers, for every bracket it passed, whether a value
+//! starting there is valid and where it ends; serde_json then builds only the
+//! values known to be valid. See [`Json`] for why no byte is walked more than
+//! twice.
 
 use std::sync::LazyLock;
 
@@ -59,13 +70,19 @@ impl ParsedReply {
 /// Splits `text` into prose, calls and unreadable calls. Accepts every
 /// supported format whatever model wrote the text, and never panics.
 pub fn parse(text: &str) -> ParsedReply {
+    scan(Json::new(text))
+}
+
+/// Scans `json`'s text for calls; see [`parse`].
+fn scan(mut json: Json) -> ParsedReply {
+    let text = json.text;
     let mut reply = ParsedReply::default();
     let mut prose: Vec<&str> = Vec::new();
     let mut prose_start = 0;
     let mut pos = 0;
     while let Some(found) = CANDIDATE.find_at(text, pos) {
         let at = found.start();
-        match read_candidate(text, at, found.as_str()) {
+        match read_candidate(&mut json, at, found.as_str()) {
             Found::Prose { end } => pos = end,
             Found::Block(block) => {
                 prose.push(&text[prose_start..at]);
@@ -178,39 +195,42 @@ struct Problem {
     element: String,
 }
 
-fn read_candidate(text: &str, at: usize, matched: &str) -> Found {
+fn read_candidate(json: &mut Json, at: usize, matched: &str) -> Found {
     match matched {
-        HERMES_OPEN => Found::Block(read_marked(text, at, HERMES_OPEN, Some(HERMES_CLOSE))),
-        PYTHON_TAG => Found::Block(read_marked(text, at, PYTHON_TAG, None)),
-        MISTRAL_CALLS => Found::Block(read_mistral(text, at)),
+        HERMES_OPEN => Found::Block(read_marked(json, at, HERMES_OPEN, Some(HERMES_CLOSE))),
+        PYTHON_TAG => Found::Block(read_marked(json, at, PYTHON_TAG, None)),
+        MISTRAL_CALLS => Found::Block(read_mistral(json, at)),
         // A closing tag whose call was already read (several calls in one
         // block, or junk before the tag) is markup, not prose.
         HERMES_CLOSE => Found::Block(Block::new(at + HERMES_CLOSE.len())),
-        FENCE => read_fence(text, at),
-        _ => read_bare(text, at),
+        FENCE => read_fence(json, at),
+        _ => read_bare(json, at),
     }
 }
 
 /// Reads the JSON call(s) after an explicit marker: one value, or several
 /// separated by whitespace, `;` or `,`, then the closing tag if the format
 /// has one. A missing closing tag is tolerated because models stop at EOS.
-fn read_marked(text: &str, at: usize, open: &str, close: Option<&str>) -> Block {
+fn read_marked(json: &mut Json, at: usize, open: &str, close: Option<&str>) -> Block {
+    let text = json.text;
     let body = at + open.len();
     let mut values: Vec<(usize, usize, Value)> = Vec::new();
     let mut pos = skip_whitespace(text, body);
     loop {
-        let value_end = match first_value(&text[pos..]) {
-            Ok((value, len)) => {
-                values.push((pos, pos + len, value));
-                pos + len
+        let value_end = match json.value_at(pos) {
+            Ok((value, end)) => {
+                values.push((pos, end, value));
+                end
             }
-            Err(error) if values.is_empty() => return unreadable(text, at, open, close, error),
+            Err(error) if values.is_empty() => {
+                return unreadable(json, at, open, close, (pos, error))
+            }
             // Only the first value is owed to the marker; later text that is
             // not JSON is left to the scanner.
             Err(_) => break,
         };
         pos = skip_separators(text, value_end);
-        if !starts_named_object(&text[pos..]) {
+        if !starts_named_object(json, pos) {
             break;
         }
     }
@@ -231,16 +251,27 @@ fn read_marked(text: &str, at: usize, open: &str, close: Option<&str>) -> Block 
     block
 }
 
-/// Whether `text` starts with a JSON object that has a string name. Values
+/// Whether a JSON object that has a string name starts at `pos`. Values
 /// after the first one in a marked block are taken only then, so prose after
 /// an unclosed call (say a `[1]` footnote) is not mistaken for a broken call.
-fn starts_named_object(text: &str) -> bool {
-    text.starts_with('{') && first_value(text).is_ok_and(|(value, _)| call_shape(&value).is_ok())
+fn starts_named_object(json: &mut Json, pos: usize) -> bool {
+    json.text[pos..].starts_with('{')
+        && json
+            .value_at(pos)
+            .is_ok_and(|(value, _)| call_shape(&value).is_ok())
 }
 
 /// A marker followed by text that is not JSON. The failed call runs to its
 /// closing tag when it has one, else to the next marker or the end of text.
-fn unreadable(text: &str, at: usize, open: &str, close: Option<&str>, error: String) -> Block {
+/// `error` is why the value at its position could not be read.
+fn unreadable(
+    json: &Json,
+    at: usize,
+    open: &str,
+    close: Option<&str>,
+    error: (usize, JsonError),
+) -> Block {
+    let text = json.text;
     let body = at + open.len();
     let end = unreadable_end(text, body, close);
     let fragment = &text[at..end];
@@ -248,11 +279,16 @@ fn unreadable(text: &str, at: usize, open: &str, close: Option<&str>, error: Str
     let inside = close.and_then(|c| inside.strip_suffix(c)).unwrap_or(inside);
     // Parsing only the call's own text reports the error where the call ends
     // (e.g. "EOF while parsing an object") rather than at the closing tag.
+    // The call's own text ends before the next marker, so no byte is parsed
+    // here twice.
     let message = match first_value(inside) {
         _ if inside.trim().is_empty() => format!("nothing follows {open}: {EXPECTED_SHAPE}"),
         Err(error) => format!("the call after {open} is not valid JSON: {error}"),
         // Only a number glued to the tag parses alone but not before the tag.
-        Ok(_) => format!("the call after {open} is not a JSON object ({error}); {EXPECTED_SHAPE}"),
+        Ok(_) => format!(
+            "the call after {open} is not a JSON object ({}); {EXPECTED_SHAPE}",
+            json.describe(error.0, error.1)
+        ),
     };
     let mut block = Block::new(end);
     block.fail(recover_name(fragment), message, fragment);
@@ -272,10 +308,11 @@ fn unreadable_end(text: &str, from: usize, close: Option<&str>) -> usize {
 
 /// `[TOOL_CALLS]` followed by a JSON list (older Mistral) or by one or more
 /// `name[ARGS]{...}` (newer Mistral).
-fn read_mistral(text: &str, at: usize) -> Block {
+fn read_mistral(json: &mut Json, at: usize) -> Block {
+    let text = json.text;
     let body = at + MISTRAL_CALLS.len();
     if text[skip_whitespace(text, body)..].starts_with(['[', '{']) {
-        return read_marked(text, at, MISTRAL_CALLS, None);
+        return read_marked(json, at, MISTRAL_CALLS, None);
     }
     let mut block = Block::new(body);
     let mut from = at;
@@ -283,16 +320,17 @@ fn read_mistral(text: &str, at: usize) -> Block {
     while let Some(head) = MISTRAL_NAMED.captures(&text[pos..]) {
         let name = head.get(1).map_or("", |m| m.as_str()).to_string();
         let args = pos + head.get(0).map_or(0, |m| m.end());
-        match first_value(&text[args..]) {
-            Ok((value, len)) => {
-                pos = args + len;
+        match json.value_at(args) {
+            Ok((value, end)) => {
+                pos = end;
                 let reading = build_call(&name, Some(&value), &value);
                 block.record(vec![reading], &text[from..pos]);
             }
             Err(error) => {
                 pos = unreadable_end(text, args, None);
                 let message = format!(
-                    "the arguments of `{name}` after {MISTRAL_CALLS}{name}[ARGS] are not valid JSON: {error}"
+                    "the arguments of `{name}` after {MISTRAL_CALLS}{name}[ARGS] are not valid JSON: {}",
+                    json.describe(args, error)
                 );
                 block.fail(Some(name), message, &text[from..pos]);
                 break;
@@ -313,7 +351,8 @@ fn read_mistral(text: &str, at: usize) -> Block {
 
 /// A code fence is a call when everything inside it is call-shaped JSON.
 /// Any other fence is kept whole as content, so code examples are never run.
-fn read_fence(text: &str, at: usize) -> Found {
+fn read_fence(json: &mut Json, at: usize) -> Found {
+    let text = json.text;
     let after_ticks = at + FENCE.len();
     let label = text[after_ticks..]
         .find(|c: char| !(c.is_alphanumeric() || "_+-.".contains(c)))
@@ -329,13 +368,14 @@ fn read_fence(text: &str, at: usize) -> Found {
         if pos == text.len() {
             break Some(pos);
         }
-        match first_value(&text[pos..])
+        match json
+            .value_at(pos)
             .ok()
-            .and_then(|(value, len)| Some((bare_readings(&value)?, len)))
+            .and_then(|(value, end)| Some((bare_readings(&value)?, end)))
         {
-            Some((found, len)) => {
+            Some((found, end)) => {
                 readings.extend(found);
-                pos = skip_separators(text, pos + len);
+                pos = skip_separators(text, end);
             }
             None => break None,
         }
@@ -357,18 +397,18 @@ fn read_fence(text: &str, at: usize) -> Found {
 
 /// A `{` or `[` in the text: a call if it starts call-shaped JSON, else prose.
 /// A failed attempt moves on by one byte, so text inside it is tried again;
-/// serde_json's recursion limit (128) bounds how often a byte is reread.
-fn read_bare(text: &str, at: usize) -> Found {
-    match first_value(&text[at..]) {
-        Ok((value, len)) => match bare_readings(&value) {
+/// [`Json`] remembers what it learnt, so that retrying stays cheap.
+fn read_bare(json: &mut Json, at: usize) -> Found {
+    match json.value_at(at) {
+        Ok((value, end)) => match bare_readings(&value) {
             Some(readings) => {
-                let mut block = Block::new(at + len);
-                block.record(readings, &text[at..at + len]);
+                let mut block = Block::new(end);
+                block.record(readings, &json.text[at..end]);
                 Found::Block(block)
             }
             // Skipping the whole value keeps calls quoted inside ordinary
             // JSON (a result, an example) from being picked out of it.
-            None => Found::Prose { end: at + len },
+            None => Found::Prose { end },
         },
         // Both `{` and `[` are one byte, so this stays on a char boundary.
         Err(_) => Found::Prose { end: at + 1 },
@@ -467,13 +507,351 @@ fn build_call(name: &str, arguments: Option<&Value>, source: &Value) -> Reading 
 }
 
 /// The JSON value at the start of `text` (after whitespace) and the number of
-/// bytes up to its end. serde_json decides where the value ends.
+/// bytes up to its end, exactly as serde_json reads it.
 fn first_value(text: &str) -> Result<(Value, usize), String> {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     match stream.next() {
         Some(Ok(value)) => Ok((value, stream.byte_offset())),
         Some(Err(error)) => Err(error.to_string()),
         None => Err("EOF while parsing a value".to_string()),
+    }
+}
+
+/// serde_json's recursion limit: it reads at most this many nested arrays
+/// and objects (its depth counter starts at 128 and fails on reaching 0).
+const MAX_NESTING: u32 = 127;
+
+/// Why no JSON value could be read at a position.
+#[derive(Debug)]
+enum JsonError {
+    /// serde_json's message.
+    Serde(String),
+    /// [`Json::skim`] found the value invalid without serde_json; the
+    /// message is only worked out when it is shown ([`Json::describe`]).
+    Skimmed,
+}
+
+/// What is known about a value that starts with a bracket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bracketed {
+    /// serde_json reads a value from here up to `end` (exclusive).
+    Valid { end: usize },
+    /// serde_json fails on the value that starts here.
+    Invalid,
+}
+
+/// In [`Json::known`]: nothing is known yet about the byte.
+const UNKNOWN: u32 = 0;
+/// In [`Json::known`]: the value starting at the byte is invalid. Any other
+/// entry is the end of the valid value starting there, which is never 0.
+const INVALID: u32 = u32::MAX;
+
+/// One array or object that [`Json::skim`] is inside.
+struct Frame {
+    open: usize,
+    object: bool,
+    /// The deepest nesting among the values closed inside it so far.
+    height: u32,
+}
+
+/// What [`Json::skim`] expects next.
+#[derive(Clone, Copy, PartialEq)]
+enum Expect {
+    /// A value (after `[`, `,` in an array, or `:`).
+    Value,
+    /// A value or `]`, right after `[`.
+    FirstItem,
+    /// A key or `}`, right after `{`.
+    FirstKey,
+    /// A key, after `,` in an object.
+    Key,
+    /// The `:` after a key.
+    Colon,
+    /// `,` or the closing bracket, after a value inside a container.
+    AfterItem,
+}
+
+/// Reads JSON values out of one text, at any byte offset, in time linear in
+/// the length of the text however often it is asked.
+///
+/// A value that starts with `{` or `[` is first walked by [`Json::skim`],
+/// which records the outcome (valid up to where, or invalid) of every bracket
+/// it passes, not only the first. Later questions about those brackets are
+/// answered from the record, and serde_json is run only on values known to
+/// be valid (which the scanner then skips whole) and on the few invalid ones
+/// whose error message is shown. A new walk starts only at a bracket that no
+/// earlier walk passed outside a string, i.e. one inside a string of every
+/// earlier walk still going on there; two walks going on at once disagree on
+/// which bytes are inside strings (a quote opens a string for one and closes
+/// one for the other, and a backslash outside a string ends a walk), so at
+/// most two walks ever cover a byte. Values starting otherwise (a string, a
+/// number, a word) are read by serde_json directly; they follow markers and
+/// fences only, which are read once each.
+///
+/// The outcome of a bracket does not depend on where the walk that met it
+/// began, since serde_json reads a value from its own first byte. The walk
+/// accepts exactly what serde_json accepts: it checks the structure itself,
+/// including the recursion limit ([`MAX_NESTING`]), and asks serde_json about
+/// every string with escapes or control characters and every number that is
+/// not a small integer. Its stack is a vector, so deep nesting cannot
+/// overflow the call stack.
+struct Json<'t> {
+    text: &'t str,
+    /// What is known about the value starting at each byte ([`UNKNOWN`],
+    /// [`INVALID`] or its end). Filled lazily: the zeroed allocation costs
+    /// nothing for pages never written, i.e. text without brackets.
+    known: Vec<u32>,
+    /// The walk's stack, kept to save an allocation per walk.
+    open: Vec<Frame>,
+    /// False in tests that compare with asking serde_json every time, and for
+    /// text too long for [`Json::known`]'s offsets (4 GiB).
+    skim: bool,
+}
+
+impl<'t> Json<'t> {
+    fn new(text: &'t str) -> Self {
+        // Offsets up to `text.len()` must fit below INVALID.
+        let skim = u32::try_from(text.len()).is_ok_and(|len| len < INVALID);
+        Json {
+            text,
+            known: Vec::new(),
+            open: Vec::new(),
+            skim,
+        }
+    }
+
+    fn known(&self, at: usize) -> Option<Bracketed> {
+        match self.known.get(at).copied().unwrap_or(UNKNOWN) {
+            UNKNOWN => None,
+            INVALID => Some(Bracketed::Invalid),
+            end => Some(Bracketed::Valid { end: end as usize }),
+        }
+    }
+
+    fn learn(&mut self, at: usize, outcome: Bracketed) {
+        if self.known.is_empty() {
+            self.known = vec![UNKNOWN; self.text.len()];
+        }
+        self.known[at] = match outcome {
+            // Fits: `skim` is only set for text shorter than INVALID.
+            Bracketed::Valid { end } => end as u32,
+            Bracketed::Invalid => INVALID,
+        };
+    }
+
+    /// The JSON value after whitespace at `pos` and the offset of its end,
+    /// as `first_value(&text[pos..])` would give them.
+    fn value_at(&mut self, pos: usize) -> Result<(Value, usize), JsonError> {
+        let start = skip_json_whitespace(self.text.as_bytes(), pos);
+        let bracket = matches!(self.text.as_bytes().get(start), Some(b'{' | b'['));
+        if !(self.skim && bracket) {
+            return first_value(&self.text[pos..])
+                .map(|(value, len)| (value, pos + len))
+                .map_err(JsonError::Serde);
+        }
+        let known = match self.known(start) {
+            Some(known) => known,
+            None => self.skim(start),
+        };
+        match known {
+            Bracketed::Invalid => Err(JsonError::Skimmed),
+            // The whole value is in the slice, so serde_json reads it, and
+            // places any error, as it would in the whole text.
+            Bracketed::Valid { end } => match serde_json::from_str(&self.text[pos..end]) {
+                Ok(value) => Ok((value, end)),
+                Err(error) => {
+                    self.learn(start, Bracketed::Invalid);
+                    Err(JsonError::Serde(error.to_string()))
+                }
+            },
+        }
+    }
+
+    /// The message for `error`, which `value_at(pos)` returned.
+    fn describe(&self, pos: usize, error: JsonError) -> String {
+        match error {
+            JsonError::Serde(message) => message,
+            JsonError::Skimmed => match first_value(&self.text[pos..]) {
+                Err(message) => message,
+                // Unreachable while the walk agrees with serde_json; the
+                // tests compare the two on every offset of random texts.
+                Ok(_) => "invalid JSON".to_string(),
+            },
+        }
+    }
+
+    /// Walks the value at `start` (a `{` or `[`), records the outcome of
+    /// every bracket passed outside strings, and returns that of `start`.
+    fn skim(&mut self, start: usize) -> Bracketed {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut open = std::mem::take(&mut self.open);
+        open.clear();
+        let mut expect = Expect::Value;
+        let mut i = start;
+        let outcome = loop {
+            i = skip_json_whitespace(bytes, i);
+            let Some(&byte) = bytes.get(i) else {
+                break None;
+            };
+            let closes = match (expect, byte, open.last()) {
+                (Expect::FirstItem | Expect::AfterItem, b']', Some(f)) => !f.object,
+                (Expect::FirstKey | Expect::AfterItem, b'}', Some(f)) => f.object,
+                _ => false,
+            };
+            if closes {
+                let Some(frame) = open.pop() else {
+                    break None;
+                };
+                i += 1;
+                let height = frame.height + 1;
+                let outcome = if height <= MAX_NESTING {
+                    Bracketed::Valid { end: i }
+                } else {
+                    Bracketed::Invalid
+                };
+                self.learn(frame.open, outcome);
+                match open.last_mut() {
+                    Some(parent) => parent.height = parent.height.max(height),
+                    None => break Some(outcome),
+                }
+                expect = Expect::AfterItem;
+                continue;
+            }
+            expect = match (expect, byte) {
+                (Expect::AfterItem, b',') => {
+                    i += 1;
+                    match open.last() {
+                        Some(f) if f.object => Expect::Key,
+                        _ => Expect::Value,
+                    }
+                }
+                (Expect::Colon, b':') => {
+                    i += 1;
+                    Expect::Value
+                }
+                (Expect::FirstKey | Expect::Key, b'"') => match string_end(text, i) {
+                    Some(end) => {
+                        i = end;
+                        Expect::Colon
+                    }
+                    None => break None,
+                },
+                (Expect::Value | Expect::FirstItem, b'"') => match string_end(text, i) {
+                    Some(end) => {
+                        i = end;
+                        Expect::AfterItem
+                    }
+                    None => break None,
+                },
+                (Expect::Value | Expect::FirstItem, b'{' | b'[') => {
+                    open.push(Frame {
+                        open: i,
+                        object: byte == b'{',
+                        height: 0,
+                    });
+                    i += 1;
+                    if byte == b'{' {
+                        Expect::FirstKey
+                    } else {
+                        Expect::FirstItem
+                    }
+                }
+                (Expect::Value | Expect::FirstItem, _) => match scalar_end(text, i) {
+                    Some(end) => {
+                        i = end;
+                        Expect::AfterItem
+                    }
+                    None => break None,
+                },
+                _ => break None,
+            };
+        };
+        // Unless it closed, the text ended or was not JSON where `i` is:
+        // every value still open is invalid, whatever came before.
+        for frame in open.drain(..) {
+            self.learn(frame.open, Bracketed::Invalid);
+        }
+        self.open = open;
+        outcome.unwrap_or(Bracketed::Invalid)
+    }
+}
+
+/// The first byte at or after `at` that is not JSON whitespace.
+fn skip_json_whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// The end of the valid JSON string whose opening quote is at `at`, if it
+/// is one. Where it ends is plain (a quote not escaped by a backslash);
+/// whether it is valid is left to serde_json when it has an escape or a
+/// control character, the only things it can reject in a string.
+fn string_end(text: &str, at: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = at + 1;
+    let mut plain = true;
+    loop {
+        match *bytes.get(i)? {
+            b'"' => break,
+            b'\\' => {
+                plain = false;
+                i += 2;
+            }
+            byte => {
+                plain &= byte >= 0x20;
+                i += 1;
+            }
+        }
+    }
+    let end = i + 1;
+    (plain || serde_json::from_str::<IgnoredString>(&text[at..end]).is_ok()).then_some(end)
+}
+
+/// The end of the number, `true`, `false` or `null` at `at`, if there is a
+/// valid one there. A number is the longest run of bytes that can appear in
+/// one (no valid value may follow a number without a separator), and
+/// serde_json decides whether it is valid and in range, unless it is a small
+/// integer.
+fn scalar_end(text: &str, at: usize) -> Option<usize> {
+    let rest = &text[at..];
+    if let Some(word) = ["true", "false", "null"]
+        .into_iter()
+        .find(|word| rest.starts_with(word))
+    {
+        return Some(at + word.len());
+    }
+    let len = rest
+        .bytes()
+        .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+        .unwrap_or(rest.len());
+    let number = &rest[..len];
+    let small_integer = (1..=18).contains(&len)
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && (len == 1 || !number.starts_with('0'));
+    (small_integer || serde_json::from_str::<Value>(number).is_ok_and(|v| v.is_number()))
+        .then_some(at + len)
+}
+
+/// Reads a JSON string the way serde_json reads one inside a value (the same
+/// escapes, surrogates and control characters are rejected), keeping nothing.
+struct IgnoredString;
+
+impl<'de> serde::Deserialize<'de> for IgnoredString {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = IgnoredString;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<IgnoredString, E> {
+                Ok(IgnoredString)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
     }
 }
 
@@ -1081,6 +1459,408 @@ mod tests {
             let text = String::from_utf8_lossy(&bytes);
             let reply = parse(&text);
             assert!(reply.content.len() <= text.len());
+        }
+    }
+
+    /// The reply as it was before [`Json`]: every value read by serde_json
+    /// from the offset where it may start to the end of the text.
+    fn parse_by_serde_json_alone(text: &str) -> ParsedReply {
+        let mut json = Json::new(text);
+        json.skim = false;
+        scan(json)
+    }
+
+    /// What serde_json makes of the text from `pos` on, or its message.
+    fn serde_json_at(text: &str, pos: usize) -> Result<(Value, usize), String> {
+        first_value(&text[pos..]).map(|(value, len)| (value, pos + len))
+    }
+
+    /// What [`Json`] makes of it, in the same terms.
+    fn json_at(json: &mut Json, pos: usize) -> Result<(Value, usize), String> {
+        json.value_at(pos).map_err(|e| json.describe(pos, e))
+    }
+
+    /// Checks [`Json`] against serde_json at every offset of `text` where a
+    /// value may start, asking in both orders (a walk from an earlier bracket
+    /// answers for later ones, and the other way round). The walks' own
+    /// verdicts are checked too: `value_at` would hide a walk that wrongly
+    /// says valid, since serde_json then reads the value anyway.
+    fn assert_json_agrees(text: &str) {
+        let offsets: Vec<usize> = (0..=text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .collect();
+        let brackets: Vec<usize> = text
+            .bytes()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, b'{' | b'['))
+            .map(|(i, _)| i)
+            .collect();
+        for order in [brackets.clone(), brackets.iter().rev().copied().collect()] {
+            let mut walks = Json::new(text);
+            for pos in order {
+                let verdict = match walks.known(pos) {
+                    Some(known) => known,
+                    None => walks.skim(pos),
+                };
+                let expected = match serde_json_at(text, pos) {
+                    Ok((_, end)) => Bracketed::Valid { end },
+                    Err(_) => Bracketed::Invalid,
+                };
+                assert_eq!(verdict, expected, "{text:?}: the walk at {pos}");
+            }
+        }
+        let mut forward = Json::new(text);
+        for &pos in &offsets {
+            assert_eq!(
+                json_at(&mut forward, pos),
+                serde_json_at(text, pos),
+                "{text:?} at {pos}"
+            );
+        }
+        let mut backward = Json::new(text);
+        for &pos in offsets.iter().rev() {
+            assert_eq!(
+                json_at(&mut backward, pos),
+                serde_json_at(text, pos),
+                "{text:?} at {pos} (backward)"
+            );
+        }
+    }
+
+    #[test]
+    fn nesting_at_serde_json_limit() {
+        for depth in [1, 126, 127, 128, 129, 300] {
+            for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+                let closed = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+                let unclosed = format!("{}1", open.repeat(depth));
+                let mixed = format!("[{{\"k\": {closed}}}, {closed}] {unclosed}");
+                for text in [closed, unclosed, mixed] {
+                    assert_json_agrees(&text);
+                    assert_eq!(parse(&text), parse_by_serde_json_alone(&text));
+                }
+            }
+        }
+        // 127 levels are a value; 128 are not, and serde_json says why.
+        let at_limit = format!("{}{}", "[".repeat(127), "]".repeat(127));
+        assert_eq!(
+            Json::new(&at_limit).value_at(0).map(|v| v.1).ok(),
+            Some(254)
+        );
+        let over = format!("[{at_limit}]");
+        let mut json = Json::new(&over);
+        let error = json.value_at(0).unwrap_err();
+        assert!(json.describe(0, error).contains("recursion limit"));
+        assert_eq!(json.value_at(1).map(|v| v.1).ok(), Some(255));
+    }
+
+    #[test]
+    fn strings_numbers_and_words_as_serde_json_reads_them() {
+        let scalars = [
+            r#""plain""#,
+            r#""é 日本 🦀""#,
+            r#""\"\\\/\b\f\n\r\t""#,
+            r#""\u00e9\ud83e\udd80""#,
+            r#""\ud800""#,
+            r#""\udc00x""#,
+            r#""\ud800\u0041""#,
+            r#""\u12""#,
+            r#""\x""#,
+            "\"tab\tinside\"",
+            "\"nul\u{0}inside\"",
+            "\"del\u{7f}inside\"",
+            r#""unterminated"#,
+            r#""escaped end\""#,
+            "0",
+            "-0",
+            "01",
+            "-",
+            "1.",
+            ".5",
+            "1e",
+            "1e+5",
+            "1E-5",
+            "-12.5e3",
+            "1e400",
+            "-1e400",
+            "1e-400",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "123456789012345678901234567890",
+            "1.7976931348623157e308",
+            "1.7976931348623159e308",
+            "1+2",
+            "1-2",
+            "true",
+            "false",
+            "null",
+            "tru",
+            "nulll",
+            "True",
+            "NaN",
+            "Infinity",
+        ];
+        for scalar in scalars {
+            for text in [
+                format!("[{scalar}]"),
+                format!("[1, {scalar}, 2]"),
+                format!("{{\"k\": {scalar}}}"),
+                format!("{{{scalar}: 1}}"),
+                format!("[{scalar} ]"),
+                format!("[{scalar}x]"),
+                format!("<tool_call>{scalar}</tool_call>"),
+                format!("[TOOL_CALLS]f[ARGS]{{\"a\": {scalar}}}"),
+            ] {
+                assert_json_agrees(&text);
+                assert_eq!(parse(&text), parse_by_serde_json_alone(&text), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn structure_as_serde_json_reads_it() {
+        for text in [
+            "[]",
+            "{}",
+            "[,]",
+            "[1,]",
+            "[1 2]",
+            "{,}",
+            "{\"a\"}",
+            "{\"a\" 1}",
+            "{\"a\":}",
+            "{\"a\":1,}",
+            "{\"a\":1 \"b\":2}",
+            "{1:2}",
+            "{\"a\":1]",
+            "[1}",
+            "[\n\t\r 1 ,\n2\r]",
+            "[\u{a0}1]",
+            "[\u{c}1]",
+            "{\"a\":{\"b\":[{}]}} trailing",
+            "[[[]]",
+            "]]][[[",
+            "{\"a\":\"}\"}",
+            "{\"a\":\"\\\"}\"}",
+        ] {
+            assert_json_agrees(text);
+            assert_eq!(parse(text), parse_by_serde_json_alone(text), "{text:?}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// `cases` cases, times `ZOO_PROPTEST_SCALE` when it is set (the full
+    /// test run sets it for a longer search); failures are kept in the
+    /// committed `proptest-regressions/` and replayed first.
+    fn proptest_config(cases: u32) -> ProptestConfig {
+        let scale = std::env::var("ZOO_PROPTEST_SCALE")
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(1);
+        ProptestConfig {
+            cases: cases.saturating_mul(scale.max(1)),
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "proptest-regressions/parser.txt",
+                ),
+            )),
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Pieces of markup, JSON and prose, glued at random: mostly broken,
+    /// sometimes whole calls.
+    fn fragments() -> impl Strategy<Value = String> {
+        const PIECES: &[&str] = &[
+            "<tool_call>",
+            "</tool_call>",
+            "<|python_tag|>",
+            "[TOOL_CALLS]",
+            "[ARGS]",
+            "[CALL_ID]",
+            "```",
+            "```json\n",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            "\\",
+            ":",
+            ",",
+            ";",
+            "\n",
+            " ",
+            "\t",
+            "\"name\"",
+            "\"arguments\"",
+            "\"parameters\"",
+            "\"function\"",
+            "\"x\"",
+            "42",
+            "-1.5e3",
+            "1e999",
+            "01",
+            "-",
+            "true",
+            "null",
+            "fals",
+            "{\"name\": \"t\", \"arguments\": {}}",
+            "{\"a\": \"}\"}",
+            "é",
+            "日本",
+            "🦀",
+            "\u{0}",
+            "\u{1f}",
+            "prose",
+            "\"\\u00e9\"",
+            "\"\\ud800\"",
+            "\\u",
+            "\\ud83e\\udd80",
+            "\"\\\"",
+            "f",
+            "\"name\":",
+            "[1]",
+            "{}",
+            "[]",
+            "[[",
+            "]]",
+            "{\"",
+            "\\n",
+        ];
+        prop::collection::vec(prop::sample::select(PIECES), 0..48).prop_map(|p| p.concat())
+    }
+
+    /// JSON text of any shape (with calls among it), spaced at random.
+    fn json_text() -> impl Strategy<Value = String> {
+        let space = prop::sample::select(vec!["", " ", "\n", " \t\r "]);
+        let leaf = prop_oneof![
+            prop::sample::select(vec![
+                "0",
+                "-1",
+                "3.25",
+                "1e5",
+                "-0.5E-3",
+                "12345678901234567890",
+                "1e400",
+                "true",
+                "false",
+                "null",
+                "\"\"",
+                "\"a\\\"b\"",
+                "\"\\u00e9\\ud83e\\udd80\"",
+                "\"\\ud800\"",
+                "\"<tool_call>{[\"",
+                "\"é\\n\"",
+                "{\"name\": \"t\", \"arguments\": {}}",
+                "{\"name\": \"u\", \"parameters\": {\"x\": [1]}}",
+                "{\"function\": {\"name\": \"f\", \"arguments\": \"{}\"}}",
+            ])
+            .prop_map(str::to_string),
+            "\"[a-z{}\\[\\] ]{0,6}\"",
+        ];
+        leaf.prop_recursive(5, 48, 4, move |inner| {
+            let space = space.clone();
+            prop_oneof![
+                (
+                    prop::collection::vec((inner.clone(), space.clone()), 0..4),
+                    space.clone()
+                )
+                    .prop_map(|(items, s)| {
+                        let items: Vec<String> = items
+                            .into_iter()
+                            .map(|(v, s2)| format!("{s}{v}{s2}"))
+                            .collect();
+                        format!("[{}]", items.join(","))
+                    }),
+                prop::collection::vec(
+                    (
+                        prop::sample::select(vec![
+                            "name",
+                            "arguments",
+                            "parameters",
+                            "function",
+                            "type",
+                            "a",
+                        ]),
+                        inner,
+                        space,
+                    ),
+                    0..4,
+                )
+                .prop_map(|entries| {
+                    let entries: Vec<String> = entries
+                        .into_iter()
+                        .map(|(k, v, s)| format!("{s}\"{k}\"{s}:{s}{v}{s}"))
+                        .collect();
+                    format!("{{{}}}", entries.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// JSON values behind markers, fences and prose, then damaged: a few
+    /// bytes removed, doubled or replaced by JSON punctuation.
+    fn damaged_json() -> impl Strategy<Value = String> {
+        let before = prop::sample::select(vec![
+            "",
+            "<tool_call>",
+            "</tool_call>",
+            "<|python_tag|>",
+            "[TOOL_CALLS]",
+            "[TOOL_CALLS]f[ARGS]",
+            "```json\n",
+            "```",
+            "prose ",
+            "\n",
+        ]);
+        let edit = (
+            any::<prop::sample::Index>(),
+            0..3u8,
+            prop::sample::select(b"{}[]\",: \\x1-e".to_vec()),
+        );
+        (
+            prop::collection::vec((before, json_text()), 1..4),
+            prop::collection::vec(edit, 0..3),
+        )
+            .prop_map(|(parts, edits)| {
+                let mut bytes: Vec<u8> = parts
+                    .into_iter()
+                    .flat_map(|(before, json)| [before.to_string(), json])
+                    .collect::<String>()
+                    .into_bytes();
+                for (at, kind, byte) in edits {
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    let at = at.index(bytes.len());
+                    match kind {
+                        0 => {
+                            bytes.remove(at);
+                        }
+                        1 => bytes.insert(at, byte),
+                        _ => bytes.insert(at, bytes[at]),
+                    }
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config(256))]
+
+        /// What is accepted, found and reported is what reading every value
+        /// with serde_json alone gives, so the linear reading changes nothing.
+        #[test]
+        fn parse_agrees_with_serde_json_alone(text in prop_oneof![fragments(), damaged_json()]) {
+            prop_assert_eq!(parse(&text), parse_by_serde_json_alone(&text));
+        }
+
+        /// [`Json`] answers exactly as serde_json at every offset, in any order.
+        #[test]
+        fn json_agrees_with_serde_json_everywhere(text in prop_oneof![fragments(), damaged_json()]) {
+            assert_json_agrees(&text);
         }
     }
 }
