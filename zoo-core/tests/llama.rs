@@ -687,3 +687,36 @@ fn auto_calls_a_tool_when_one_fits_and_answers_in_prose_otherwise() {
         "auto answered in prose for only {prose}/8 prompts that need no tool"
     );
 }
+
+/// A chat template that loops 10^12 times used to hold the inference
+/// thread for good (no stop reaches a render, so dropping the agent
+/// blocked). It now runs out of fuel: the chat fails within seconds with
+/// InvalidConfig `template`, every time, and a stop and a drop are prompt.
+#[test]
+fn runaway_chat_template_fails_the_chat_and_the_agent_drops_promptly() {
+    let _serial = serial();
+    let runaway = "{% for i in range(100000) %}{% for j in range(100000) %}\
+                   {% for k in range(100) %}{% endfor %}{% endfor %}{% endfor %}";
+    let config = greedy().template(zoo_core::TemplateChoice::Custom(runaway.into()));
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    for _ in 0..2 {
+        let start = Instant::now();
+        let err = agent.chat("Hi", ChatOptions::new()).wait().unwrap_err();
+        let elapsed = start.elapsed();
+        eprintln!("the chat failed after {elapsed:?}: {err}");
+        assert!(
+            matches!(&err, zoo_core::Error::InvalidConfig { key, reason }
+                if key == "template" && reason.contains("ran out of fuel")),
+            "{err}"
+        );
+        assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    }
+    // A stop while the template runs, then a drop: both return promptly.
+    let handle = agent.chat("Hi again", ChatOptions::new());
+    agent.stop();
+    let start = Instant::now();
+    drop(agent);
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    assert!(handle.wait().is_err());
+}
