@@ -8,7 +8,12 @@ so both reply kinds are covered), requires `Authorization: Bearer secret`,
 the `Mcp-Session-Id` it gave and the `MCP-Protocol-Version` header after
 initialization, and pushes `notifications/tools/list_changed` on the GET
 event stream when the tool `add_tool` is called. Tools: echo(text),
-add_tool(), and late() once added.
+add_tool(), late() once added, and big(kib, sse): a text result of `kib`
+KiB, as JSON or (sse true) as an event stream.
+
+Options: `--port N` listens on port N (to be restarted at the same URL: the
+new process knows none of the old sessions); `--forget-sessions` answers
+404 to every session after the initialize that made it.
 """
 
 import json
@@ -24,7 +29,13 @@ tools = [
     {"name": "echo", "description": "Echo the text",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
     {"name": "add_tool", "description": "Add the tool `late`", "inputSchema": {"type": "object"}},
+    {"name": "big", "description": "A big result",
+     "inputSchema": {"type": "object", "properties": {"kib": {"type": "integer"}, "sse": {"type": "boolean"}},
+                     "required": ["kib"]}},
 ]
+argv = sys.argv[1:]
+PORT = int(argv[argv.index("--port") + 1]) if "--port" in argv else 0
+FORGET = "--forget-sessions" in argv
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -44,6 +55,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def reply_sse(self, message):
+        data = b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def refuse(self, status, message):
         self.reply(status, {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}})
 
@@ -53,7 +72,7 @@ class Handler(BaseHTTPRequestHandler):
             self.refuse(401, "Unauthorized: bad or missing bearer token")
             return None
         sid = self.headers.get("Mcp-Session-Id")
-        if sid not in sessions:
+        if sid not in sessions or FORGET:
             self.refuse(404, "Session not found")
             return None
         if self.headers.get("MCP-Protocol-Version") is None:
@@ -92,6 +111,12 @@ class Handler(BaseHTTPRequestHandler):
                 text = "added"
             elif name == "late":
                 text = "late tool here"
+            elif name == "big":
+                body = {"jsonrpc": "2.0", "id": rid,
+                        "result": {"content": [{"type": "text", "text": "b" * (args["kib"] * 1024)}]}}
+                if args.get("sse"):
+                    return self.reply_sse(body)
+                return self.reply(200, body)
             else:
                 return self.reply(200, {"jsonrpc": "2.0", "id": rid,
                                         "error": {"code": -32602, "message": "Unknown tool: " + name}})
@@ -126,7 +151,15 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A client that stops reading a body too large for it is expected.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
+server = Server(("127.0.0.1", PORT), Handler)
 server.daemon_threads = True
 print(server.server_address[1], flush=True)
 threading.Thread(target=server.serve_forever, daemon=True).start()

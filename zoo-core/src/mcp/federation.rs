@@ -38,8 +38,25 @@ pub struct McpServerInfo {
     /// The names its tools are registered under, in the server's order.
     pub tools: Vec<String>,
     /// Tools that could not be registered, each with the reason (such as a
-    /// schema the validator rejects).
+    /// schema the validator rejects, or a name that is not a string).
     pub skipped: Vec<String>,
+    /// Whether the server is usable: `running`, or `dead` once it went
+    /// away by itself (its process exited or closed its pipes), when its
+    /// tools are withdrawn from the agent. Add it again to restart it.
+    pub state: McpServerState,
+    /// Why it is dead (what it did, its exit status and the last lines of
+    /// its stderr); `None` while it runs.
+    pub state_reason: Option<String>,
+}
+
+/// Whether an added MCP server is usable; see [`McpServerInfo::state`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerState {
+    /// Connected; its tools are offered to the model.
+    Running,
+    /// Gone by itself; its tools were withdrawn.
+    Dead,
 }
 
 /// One added server.
@@ -48,14 +65,24 @@ struct Federated {
     client: Arc<McpClient>,
     removed: AtomicBool,
     /// Held while tools are listed and (un)registered, so refreshes and
-    /// removal never interleave.
+    /// removal never interleave. Not held by [`Federated::withdraw`], which
+    /// runs on the transport's reader while a listing may be waiting for
+    /// that reader.
     state: Mutex<ToolSet>,
+    /// The names registered in the agent, and whether the server is dead.
+    /// Held only while the registry is changed, never across a request.
+    registered: Mutex<Registered>,
 }
 
 #[derive(Default)]
 struct ToolSet {
-    registered: Vec<String>,
     skipped: Vec<String>,
+}
+
+#[derive(Default)]
+struct Registered {
+    names: Vec<String>,
+    dead: bool,
 }
 
 /// The MCP servers of one agent. Closes them all when dropped.
@@ -87,6 +114,7 @@ impl McpServers {
             client,
             removed: AtomicBool::new(false),
             state: Mutex::new(ToolSet::default()),
+            registered: Mutex::new(Registered::default()),
         });
         // Listing happens under the lock, so a change notified meanwhile
         // is applied after this first listing, never before it.
@@ -96,8 +124,22 @@ impl McpServers {
         server.client.on_tools_changed(move || {
             refresh_in_background(weak_server.clone(), weak_shared.clone())
         });
-        if let Err(e) = sync_tools(&server, &shared.tools, &mut tools) {
-            server.client.close();
+        let (weak_server, weak_shared) = (Arc::downgrade(&server), Arc::downgrade(shared));
+        server.client.on_lost(move |reason| {
+            if let (Some(server), Some(shared)) = (weak_server.upgrade(), weak_shared.upgrade()) {
+                server.withdraw(&shared.tools, reason);
+            }
+        });
+        let synced = sync_tools(&server, &shared.tools, &mut tools).and_then(|()| {
+            // A server that died while it was listed is no server to add.
+            match server.client.lost_reason() {
+                Some(reason) => Err(Error::mcp(name, reason)),
+                None => Ok(()),
+            }
+        });
+        if let Err(e) = synced {
+            drop(tools);
+            server.remove(&shared.tools);
             return Err(e);
         }
         let info = server.info(&tools);
@@ -147,13 +189,19 @@ impl Federated {
         let field = |f: fn(&super::session::McpHandshake) -> &String| {
             handshake.map(f).cloned().unwrap_or_default()
         };
+        let state_reason = self.client.lost_reason();
         McpServerInfo {
             name: self.name.clone(),
             server_name: field(|h| &h.server_name),
             server_version: field(|h| &h.server_version),
             protocol_version: field(|h| &h.protocol_version),
-            tools: tools.registered.clone(),
+            tools: self.registered.lock().names.clone(),
             skipped: tools.skipped.clone(),
+            state: match state_reason {
+                Some(_) => McpServerState::Dead,
+                None => McpServerState::Running,
+            },
+            state_reason,
         }
     }
 
@@ -162,10 +210,23 @@ impl Federated {
         // Closing first fails a refresh in flight at once, so the lock
         // below is not held for a whole request timeout.
         self.client.close();
-        let mut tools = self.state.lock();
-        for name in tools.registered.drain(..) {
+        let _tools = self.state.lock();
+        let mut registered = self.registered.lock();
+        for name in registered.names.drain(..) {
             registry.unregister(&name);
         }
+    }
+
+    /// The server went away by itself: its tools are no longer offered, so
+    /// the model cannot call what cannot answer. Runs before the requests
+    /// in flight fail, so the turn after a failed call sees the tools gone.
+    fn withdraw(&self, registry: &ToolRegistry, reason: &str) {
+        let mut registered = self.registered.lock();
+        registered.dead = true;
+        for name in registered.names.drain(..) {
+            registry.unregister(&name);
+        }
+        tracing::warn!(target: "zoo_core::mcp", server = %self.name, "its tools are withdrawn: {reason}");
     }
 }
 
@@ -193,7 +254,7 @@ fn refresh_in_background(server: Weak<Federated>, shared: Weak<Shared>) {
                     target: "zoo_core::mcp",
                     server = %server.name,
                     "tool list changed: {} tools",
-                    tools.registered.len()
+                    server.registered.lock().names.len()
                 ),
                 Err(e) => tracing::warn!(
                     target: "zoo_core::mcp",
@@ -210,11 +271,11 @@ fn refresh_in_background(server: Weak<Federated>, shared: Weak<Shared>) {
 /// Lists the server's tools and makes the registry match: new ones added,
 /// changed ones replaced in place, vanished ones removed.
 fn sync_tools(server: &Federated, registry: &ToolRegistry, set: &mut ToolSet) -> Result<()> {
-    let listed = server.client.list_tools()?;
+    let listed = server.client.tool_list()?;
     let mut used = HashSet::new();
     let mut tools = Vec::new();
-    let mut skipped = Vec::new();
-    for mcp_tool in listed {
+    let mut skipped = listed.skipped;
+    for mcp_tool in listed.tools {
         let local = local_name(&server.name, &mcp_tool.name, &used);
         match federated_tool(&server.client, &local, &mcp_tool) {
             Ok(tool) => {
@@ -227,13 +288,18 @@ fn sync_tools(server: &Federated, registry: &ToolRegistry, set: &mut ToolSet) ->
             }
         }
     }
-    for old in &set.registered {
+    set.skipped = skipped;
+    let mut registered = server.registered.lock();
+    if registered.dead {
+        // It died after answering: its tools stay withdrawn.
+        return Ok(());
+    }
+    for old in &registered.names {
         if !used.contains(old) {
             registry.unregister(old);
         }
     }
-    set.registered = tools.iter().map(|t| t.name().to_string()).collect();
-    set.skipped = skipped;
+    registered.names = tools.iter().map(|t| t.name().to_string()).collect();
     for tool in tools {
         registry.register(tool);
     }

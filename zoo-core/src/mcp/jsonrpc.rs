@@ -3,6 +3,11 @@
 
 use serde_json::{json, Map, Value};
 
+use super::router::clip;
+
+/// How much of a server's error message (and of its `data`) is kept.
+pub(crate) const ERROR_CHARS: usize = 2000;
+
 /// JSON-RPC's "method not found": the answer to server requests this client
 /// does not serve (sampling, roots, elicitation).
 pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
@@ -18,11 +23,14 @@ pub(crate) struct RpcError {
 impl RpcError {
     /// The message, with `data` appended when the server gave any (servers
     /// often put the useful detail there).
+    /// Both are cut to [`ERROR_CHARS`]: the text reaches the model as a
+    /// tool error, and a server may put megabytes there.
     pub(crate) fn describe(&self) -> String {
+        let message = clip(&self.message, ERROR_CHARS);
         match &self.data {
-            None | Some(Value::Null) => self.message.clone(),
-            Some(Value::String(s)) => format!("{}: {s}", self.message),
-            Some(other) => format!("{}: {other}", self.message),
+            None | Some(Value::Null) => message,
+            Some(Value::String(s)) => format!("{message}: {}", clip(s, ERROR_CHARS)),
+            Some(other) => format!("{message}: {}", clip(&other.to_string(), ERROR_CHARS)),
         }
     }
 }
@@ -104,7 +112,10 @@ pub(crate) fn classify(message: Value) -> Incoming {
         }
         (id, Some(other)) => Incoming::Invalid {
             id,
-            reason: format!("`method` must be a string, got {other}"),
+            reason: format!(
+                "`method` must be a string, got {}",
+                clip(&other.to_string(), 200)
+            ),
         },
         (id, None) => match (m.remove("result"), m.remove("error")) {
             (Some(result), None) => match id {
@@ -195,6 +206,19 @@ mod tests {
         assert_eq!(
             (e.code, e.describe().as_str()),
             (-32602, "bad: x is missing")
+        );
+        // A huge message or data is cut.
+        let huge = "z".repeat(1_000_000);
+        let Incoming::Response {
+            outcome: Err(e), ..
+        } = classify(json!({"id": 3, "error": {"code": 1, "message": huge, "data": huge}}))
+        else {
+            panic!("not an error response")
+        };
+        assert!(
+            e.describe().len() < 3 * ERROR_CHARS,
+            "{}",
+            e.describe().len()
         );
         assert_eq!(
             classify(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"})),

@@ -15,12 +15,17 @@ use crate::error::{Error, Result};
 
 /// Receives notifications and server requests (never responses).
 pub(crate) type Handler = Arc<dyn Fn(Incoming) + Send + Sync>;
+/// Told, once, that the server went away by itself, with the reason.
+pub(crate) type LostHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
 #[derive(Default)]
 struct State {
     pending: HashMap<u64, SyncSender<Result<Value>>>,
     /// Why the connection is gone, once it is.
     closed: Option<String>,
+    /// Set when it went because the server ended it (exited, closed a
+    /// pipe), rather than because this side closed it.
+    lost: bool,
 }
 
 /// Routes one connection's incoming messages.
@@ -28,6 +33,7 @@ pub(crate) struct Router {
     server: String,
     state: Mutex<State>,
     handler: Mutex<Option<Handler>>,
+    on_lost: Mutex<Option<LostHandler>>,
 }
 
 impl Router {
@@ -37,7 +43,13 @@ impl Router {
             server: server.to_string(),
             state: Mutex::new(State::default()),
             handler: Mutex::new(None),
+            on_lost: Mutex::new(None),
         })
+    }
+
+    /// Sets what learns that the server went away by itself.
+    pub(crate) fn set_on_lost(&self, handler: LostHandler) {
+        *self.on_lost.lock() = Some(handler);
     }
 
     /// Sets where notifications and server requests go.
@@ -66,6 +78,12 @@ impl Router {
     /// Why the connection is gone, if it is.
     pub(crate) fn closed_reason(&self) -> Option<String> {
         self.state.lock().closed.clone()
+    }
+
+    /// Why the server went away by itself, if it did.
+    pub(crate) fn lost_reason(&self) -> Option<String> {
+        let state = self.state.lock();
+        state.lost.then(|| state.closed.clone()).flatten()
     }
 
     /// Handles one line or body of text from the server.
@@ -141,11 +159,12 @@ impl Router {
         }
     }
 
-    /// Garbage that names no request: nothing can tell which request it was
-    /// meant to answer, so every request in flight fails with the reason
-    /// rather than waiting out its timeout. The connection stays open, so a
-    /// server that recovers keeps serving.
-    fn malformed(&self, reason: String) {
+    /// Garbage that names no request (or a message too large to read):
+    /// nothing can tell which request it was meant to answer, so every
+    /// request in flight fails with the reason rather than waiting out its
+    /// timeout. The connection stays open, so a server that recovers keeps
+    /// serving.
+    pub(crate) fn malformed(&self, reason: String) {
         tracing::warn!(target: "zoo_core::mcp", server = %self.server, "{reason}");
         let pending: Vec<_> = self.state.lock().pending.drain().collect();
         for (_, slot) in pending {
@@ -156,13 +175,33 @@ impl Router {
     /// The connection is gone: every request in flight and every later one
     /// fails with `reason`.
     pub(crate) fn close(&self, reason: String) {
-        let pending: Vec<_> = {
+        self.end(reason, false);
+    }
+
+    /// The server went away by itself (it exited, or closed its stdin or
+    /// stdout): like [`close`](Self::close), and the lost handler is told
+    /// first, so that whatever it withdraws is gone before any request in
+    /// flight returns. Nothing happens if the connection was already closed.
+    pub(crate) fn lost(&self, reason: String) {
+        self.end(reason, true);
+    }
+
+    fn end(&self, reason: String, lost: bool) {
+        let (pending, first) = {
             let mut state = self.state.lock();
-            if state.closed.is_none() {
+            let first = state.closed.is_none();
+            if first {
                 state.closed = Some(reason.clone());
+                state.lost = lost;
             }
-            state.pending.drain().collect()
+            (std::mem::take(&mut state.pending), first)
         };
+        if lost && first {
+            let handler = self.on_lost.lock().clone();
+            if let Some(handler) = handler {
+                handler(&reason);
+            }
+        }
         for (_, slot) in pending {
             let _ = slot.try_send(Err(Error::mcp(&self.server, reason.clone())));
         }
@@ -177,11 +216,17 @@ fn as_request_id(id: &Value) -> Option<u64> {
 
 /// The start of a long text, for messages.
 pub(crate) fn excerpt(text: &str) -> String {
-    const MAX: usize = 200;
+    format!("`{}`", clip(text, 200))
+}
+
+/// `text`, cut after `max` characters with a note of its full size: what
+/// a server sends may reach a message, a log or the model, never all of it
+/// when it is huge.
+pub(crate) fn clip(text: &str, max: usize) -> String {
     let text = text.trim();
-    match text.char_indices().nth(MAX) {
-        None => format!("`{text}`"),
-        Some((cut, _)) => format!("`{}…` ({} bytes)", &text[..cut], text.len()),
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
     }
 }
 
@@ -230,6 +275,30 @@ mod tests {
             .to_string()
             .contains("exited"));
         assert!(router.expect(3).unwrap_err().to_string().contains("exited"));
+    }
+
+    #[test]
+    fn a_lost_server_tells_the_handler_before_the_requests_fail() {
+        let router = Router::new("s");
+        let one = Arc::new(Mutex::new(router.expect(1).unwrap()));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let (sink, slot) = (told.clone(), one.clone());
+        router.set_on_lost(Arc::new(move |reason| {
+            // The request in flight has not been failed yet.
+            let unanswered = slot.lock().try_recv().is_err();
+            sink.lock().push((reason.to_string(), unanswered));
+        }));
+        router.lost("the server exited".into());
+        // Told once, even when the loss is reported twice.
+        router.lost("again".into());
+        assert_eq!(*told.lock(), [("the server exited".to_string(), true)]);
+        assert!(one.lock().try_recv().unwrap().is_err());
+        assert_eq!(router.lost_reason().as_deref(), Some("the server exited"));
+        // A connection closed by this side is not lost.
+        let closed = Router::new("t");
+        closed.close("the server was closed".into());
+        closed.lost("late".into());
+        assert_eq!(closed.lost_reason(), None);
     }
 
     #[test]

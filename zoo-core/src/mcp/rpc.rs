@@ -20,6 +20,11 @@ pub(crate) trait Transport: Send + Sync {
     fn send(&self, message: &Value) -> Result<()>;
     /// Ends the connection and releases its resources; idempotent.
     fn close(&self);
+    /// Ends a connection that never became usable, as fast as it can (a
+    /// process is killed rather than given time to exit).
+    fn abort(&self) {
+        self.close();
+    }
     /// The negotiated protocol version (HTTP sends it in a header).
     fn set_protocol_version(&self, _version: &str) {}
     /// The session is initialized: start listening for messages the server
@@ -121,8 +126,15 @@ impl RpcClient {
 
     /// Closes the transport; requests in flight fail with `reason`.
     pub(crate) fn close(&self, reason: &str) {
-        self.transport.close();
+        // Requests in flight fail first, not after the server's grace.
         self.router.close(reason.to_string());
+        self.transport.close();
+    }
+
+    /// Like [`close`](Self::close), without the grace a running server gets.
+    pub(crate) fn abort(&self, reason: &str) {
+        self.router.close(reason.to_string());
+        self.transport.abort();
     }
 }
 

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use super::content::{render_result, McpToolOutput};
 use super::http::HttpConnection;
 use super::jsonrpc::{Incoming, RpcError, METHOD_NOT_FOUND};
-use super::router::Router;
+use super::lines::size_text;
+use super::router::{clip, excerpt, Router};
 use super::rpc::{RpcClient, Transport};
 use super::stdio::StdioConnection;
 use super::transport_config::McpTransport;
@@ -25,6 +26,8 @@ pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-2
 /// The most `tools/list` pages read, so a server that keeps returning a
 /// cursor cannot loop the client forever.
 const MAX_PAGES: usize = 1000;
+/// How much of a log message from the server is logged.
+const LOG_CHARS: usize = 4096;
 
 /// A tool as an MCP server describes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +72,7 @@ type Callback = Arc<dyn Fn() + Send + Sync>;
 pub struct McpClient {
     name: String,
     rpc: RpcClient,
+    max_message_bytes: u64,
     handshake: OnceLock<McpHandshake>,
     tools_changed: Mutex<Option<Callback>>,
 }
@@ -91,19 +95,25 @@ impl McpClient {
         transport.check()?;
         let router = Router::new(name);
         let connection: Box<dyn Transport> = match transport {
-            McpTransport::Stdio(config) => {
-                Box::new(StdioConnection::spawn(name, config, router.clone())?)
-            }
+            McpTransport::Stdio(config) => Box::new(StdioConnection::spawn(
+                name,
+                config,
+                router.clone(),
+                transport.timeout(),
+                transport.max_message_bytes(),
+            )?),
             McpTransport::Http(config) => Box::new(HttpConnection::new(
                 name,
                 config,
                 router.clone(),
                 transport.timeout(),
+                transport.max_message_bytes(),
             )),
         };
         let client = Arc::new(McpClient {
             name: name.to_string(),
             rpc: RpcClient::new(name, connection, router, transport.timeout()),
+            max_message_bytes: transport.max_message_bytes(),
             handshake: OnceLock::new(),
             tools_changed: Mutex::new(None),
         });
@@ -113,7 +123,9 @@ impl McpClient {
             .router()
             .set_handler(Arc::new(move |message| handle_incoming(&weak, message)));
         client.initialize().map_err(|e| {
-            client.close();
+            // At once: a server that failed its handshake has nothing to
+            // finish, and the caller has waited long enough.
+            client.rpc.abort("the server failed to start");
             prefix(e, &format!("failed to start ({})", transport.describe()))
         })?;
         Ok(client)
@@ -178,35 +190,67 @@ impl McpClient {
         self.handshake.get()
     }
 
-    /// Every tool the server offers, following `nextCursor` page by page.
-    /// A server without the `tools` capability has none.
+    /// Every tool the server offers, following `nextCursor` page by page;
+    /// entries that are no valid tool are left out (see
+    /// [`tool_list`](Self::tool_list) for them). A server without the
+    /// `tools` capability has none.
     pub fn list_tools(&self) -> Result<Vec<McpTool>> {
+        self.tool_list().map(|list| list.tools)
+    }
+
+    /// Every tool the server offers, and the entries of its list that are
+    /// no valid tool (a name that is not a string, a malformed field), each
+    /// described with the reason. The whole list, across its pages, is
+    /// bounded like one message (`max_message_bytes`).
+    pub fn tool_list(&self) -> Result<McpToolList> {
+        let mut list = McpToolList::default();
         let offers_tools = self
             .handshake()
             .is_some_and(|h| h.capabilities.get("tools").is_some());
         if !offers_tools {
-            return Ok(Vec::new());
+            return Ok(list);
         }
-        let mut tools = Vec::new();
+        let mut held = 0u64;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let page = self.rpc.request("tools/list", params)?;
-            let listed = page.get("tools").and_then(Value::as_array).ok_or_else(|| {
-                Error::mcp(&self.name, "the tools/list result has no `tools` array")
-            })?;
-            for tool in listed {
-                let tool: McpTool = serde_json::from_value(tool.clone()).map_err(|e| {
-                    Error::mcp(
+            let mut page = self.rpc.request("tools/list", params)?;
+            let listed = match page.get_mut("tools").map(Value::take) {
+                Some(Value::Array(listed)) => listed,
+                _ => {
+                    return Err(Error::mcp(
                         &self.name,
-                        format!("tools/list gave a malformed tool ({e}): {tool}"),
-                    )
-                })?;
-                tools.push(tool);
+                        "the tools/list result has no `tools` array",
+                    ))
+                }
+            };
+            for entry in listed {
+                held += serde_json::to_string(&entry).map_or(0, |t| t.len() as u64);
+                if held > self.max_message_bytes {
+                    return Err(Error::mcp(
+                        &self.name,
+                        format!(
+                            "the tool list is larger than {} (the transport's max_message_bytes)",
+                            size_text(self.max_message_bytes)
+                        ),
+                    ));
+                }
+                match serde_json::from_value::<McpTool>(entry.clone()) {
+                    Ok(tool) => list.tools.push(tool),
+                    Err(e) => {
+                        let what = match entry.get("name") {
+                            Some(Value::String(name)) => format!("`{name}`"),
+                            Some(name) => excerpt(&name.to_string()),
+                            None => excerpt(&entry.to_string()),
+                        };
+                        tracing::warn!(target: "zoo_core::mcp", server = %self.name, "skipping the tool-list entry {what}: {e}");
+                        list.skipped.push(format!("{what}: not a valid tool ({e})"));
+                    }
+                }
             }
             match page.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if Some(next) != cursor.as_deref() => cursor = Some(next.to_string()),
-                _ => return Ok(tools),
+                _ => return Ok(list),
             }
         }
         Err(Error::mcp(
@@ -232,11 +276,36 @@ impl McpClient {
         *self.tools_changed.lock() = Some(Arc::new(callback));
     }
 
+    /// Runs `callback` (on a transport thread, once) when the server goes
+    /// away by itself: a process that exited or closed its stdin or
+    /// stdout, or stopped reading for a whole timeout. The callback gets the
+    /// reason, and runs before the requests in flight fail with it.
+    pub fn on_lost(&self, callback: impl Fn(&str) + Send + Sync + 'static) {
+        self.rpc.router().set_on_lost(Arc::new(callback));
+    }
+
+    /// Why the server went away by itself, if it did; every request then
+    /// fails at once with this reason. `None` while it runs, and after
+    /// [`close`](Self::close).
+    pub fn lost_reason(&self) -> Option<String> {
+        self.rpc.router().lost_reason()
+    }
+
     /// Closes the connection (a process is asked to exit, then killed);
     /// requests in flight fail. Idempotent.
     pub fn close(&self) {
         self.rpc.close("the server was closed");
     }
+}
+
+/// A server's tool list, as [`McpClient::tool_list`] reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpToolList {
+    /// The valid tools, in the server's order.
+    pub tools: Vec<McpTool>,
+    /// The entries that are no valid tool, each named (or quoted) with the
+    /// reason.
+    pub skipped: Vec<String>,
 }
 
 fn handle_incoming(client: &Weak<McpClient>, message: Incoming) {
@@ -268,7 +337,11 @@ fn handle_incoming(client: &Weak<McpClient>, message: Incoming) {
                     .and_then(Value::as_str)
                     .unwrap_or("info");
                 let data = params.get("data").cloned().unwrap_or(Value::Null);
-                tracing::info!(target: "zoo_core::mcp", server = %client.name, level, "{data}");
+                let text = match &data {
+                    Value::String(text) => clip(text, LOG_CHARS),
+                    other => clip(&other.to_string(), LOG_CHARS),
+                };
+                tracing::info!(target: "zoo_core::mcp", server = %client.name, level, "{text}");
             }
             _ => {
                 tracing::debug!(target: "zoo_core::mcp", server = %client.name, "notification {method}")

@@ -13,6 +13,10 @@ use crate::error::{Error, Result};
 /// MCP's reference SDK uses the same default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The largest message read from a server when no `max_message_bytes` is
+/// given: 16 MiB, the bound the official Rust SDK puts on an SSE event.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// A server started as a child process, speaking newline-delimited JSON-RPC
 /// on its stdin and stdout. Its stderr goes to the `zoo_core::mcp` tracing
 /// target.
@@ -34,6 +38,11 @@ pub struct StdioTransport {
     /// (60 000 when absent).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The largest message read from the server, in bytes (16 MiB when
+    /// absent). A larger one fails the requests it could answer with an
+    /// error that says so; nothing bigger is ever held in memory.
+    #[serde(default)]
+    pub max_message_bytes: Option<u64>,
 }
 
 impl StdioTransport {
@@ -45,6 +54,7 @@ impl StdioTransport {
             env: BTreeMap::new(),
             cwd: None,
             timeout_ms: None,
+            max_message_bytes: None,
         }
     }
 
@@ -76,6 +86,12 @@ impl StdioTransport {
         self
     }
 
+    /// Sets the largest message read from the server, in bytes.
+    pub fn max_message_bytes(mut self, bytes: u64) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
     /// The command line, for messages.
     pub fn command_line(&self) -> String {
         std::iter::once(self.command.as_str())
@@ -102,6 +118,11 @@ pub struct HttpTransport {
     /// (60 000 when absent).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The largest message read from the server, in bytes (16 MiB when
+    /// absent). A larger one fails the requests it could answer with an
+    /// error that says so; nothing bigger is ever held in memory.
+    #[serde(default)]
+    pub max_message_bytes: Option<u64>,
 }
 
 impl HttpTransport {
@@ -112,6 +133,7 @@ impl HttpTransport {
             bearer_token: None,
             headers: BTreeMap::new(),
             timeout_ms: None,
+            max_message_bytes: None,
         }
     }
 
@@ -130,6 +152,12 @@ impl HttpTransport {
     /// Sets the request timeout.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout_ms = Some(duration_ms(timeout));
+        self
+    }
+
+    /// Sets the largest message read from the server, in bytes.
+    pub fn max_message_bytes(mut self, bytes: u64) -> Self {
+        self.max_message_bytes = Some(bytes);
         self
     }
 }
@@ -181,6 +209,7 @@ impl McpTransport {
                 ))
             }
             _ if self.timeout().is_zero() => bad("`timeout_ms` must be greater than 0"),
+            _ if self.max_message_bytes() == 0 => bad("`max_message_bytes` must be greater than 0"),
             _ => Ok(()),
         }
     }
@@ -192,6 +221,15 @@ impl McpTransport {
             McpTransport::Http(h) => h.timeout_ms,
         };
         ms.map(Duration::from_millis).unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// The largest message read from the server, in bytes.
+    pub fn max_message_bytes(&self) -> u64 {
+        let bytes = match self {
+            McpTransport::Stdio(s) => s.max_message_bytes,
+            McpTransport::Http(h) => h.max_message_bytes,
+        };
+        bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
     }
 
     /// The command line or URL, for messages.
@@ -260,5 +298,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("timeout_ms"), "{e}");
+        let t = McpTransport::from_json(
+            r#"{"type":"http","url":"http://127.0.0.1:1/mcp","max_message_bytes":1024}"#,
+        )
+        .unwrap();
+        assert_eq!(t.max_message_bytes(), 1024);
+        assert_eq!(
+            McpTransport::from(McpTransport::stdio("x")).max_message_bytes(),
+            DEFAULT_MAX_MESSAGE_BYTES
+        );
+        let e = McpTransport::from_json(r#"{"type":"stdio","command":"x","max_message_bytes":0}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_message_bytes"), "{e}");
     }
 }
