@@ -35,7 +35,8 @@ class Model:
     """A GGUF model loaded once and shared by several agents."""
 
     def __init__(self, path: str, *, gpu_layers: int = 0, use_mmap: bool = True) -> None:
-        self._native = _native.NativeModel(str(path), gpu_layers, use_mmap)
+        # The core checks the values (and names a bad key) as it does for C.
+        self._native = _native.NativeModel(str(path), json.dumps({"gpu_layers": gpu_layers, "use_mmap": use_mmap}))
 
     @property
     def path(self) -> str:
@@ -89,6 +90,8 @@ class Agent:
             raise TypeError("Agent needs model_path=... or model=Model(...)")
         self._async_tools = _AsyncToolRunner()
         self._native = _native.NativeAgent(
+            # json.dumps writes NaN and Infinity for non-finite floats; the
+            # core reads them and raises InvalidConfigError naming the key.
             json.dumps(config),
             model._native if model is not None else None,
             mock_replies,

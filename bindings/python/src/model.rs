@@ -13,14 +13,13 @@ pub struct NativeModel {
 
 #[pymethods]
 impl NativeModel {
-    /// Loads a GGUF file; the GIL is released while it loads.
+    /// Loads a GGUF file with `params_json` (`gpu_layers`, `use_mmap`),
+    /// which the core checks as it does for C; the GIL is released while it
+    /// loads.
     #[new]
-    #[pyo3(signature = (path, gpu_layers = 0, use_mmap = true))]
-    fn new(py: Python<'_>, path: String, gpu_layers: i32, use_mmap: bool) -> PyResult<Self> {
-        let params = ModelParams {
-            gpu_layers,
-            use_mmap,
-        };
+    #[pyo3(signature = (path, params_json = "{}"))]
+    fn new(py: Python<'_>, path: String, params_json: &str) -> PyResult<Self> {
+        let params = ModelParams::from_json(params_json).py_err()?;
         let model = py.detach(|| Model::load(&path, params)).py_err()?;
         Ok(NativeModel { model })
     }
