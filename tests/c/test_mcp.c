@@ -1,10 +1,14 @@
 /*
  * test_mcp.c: MCP servers through the C ABI, on the mock backend: errors
  * (NULLs, bad descriptions and names, a server that fails to start), the
- * fake server's tools in a chat (results, isError, a crash), a server
- * that stopped reading its stdin (no SIGPIPE may kill the host), and the real
+ * fake server's tools in a chat (results, isError, a crash that leaves the
+ * server listed as dead), a server that stopped reading its stdin (no
+ * SIGPIPE may kill the host), max_message_bytes, and the real
  * @modelcontextprotocol/server-everything over stdio (installed by
  * scripts/fetch-mcp-servers).
+ *
+ * Servers get a 60 s timeout; what must fail "at once" is bounded at 30 s,
+ * far from both, so a loaded machine cannot turn either into the other.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,7 +27,12 @@
 
 static const char FAKE_JSON[] =
     "{\"type\":\"stdio\",\"command\":\"python3\",\"args\":[\"" FAKE_SERVER "\"],"
-    "\"timeout_ms\":10000}";
+    "\"timeout_ms\":60000}";
+
+/* How many tools the fake server lists. */
+#define FAKE_TOOLS 15
+/* The bound on failures that must not wait for the 60 s timeout. */
+#define AT_ONCE_MS 30000
 
 static zoo_agent *mock_agent(const char *replies) {
     zoo_agent *agent = NULL;
@@ -63,6 +72,13 @@ void test_mcp_errors(void) {
     CHECK_STATUS(zoo_agent_add_mcp_server(agent, "s", "not json", NULL, &err), ZOO_INVALID_JSON,
                  err);
     CHECK_ERROR_MESSAGE(err);
+    CHECK_STATUS(zoo_agent_add_mcp_server(
+                     agent, "s",
+                     "{\"type\":\"stdio\",\"command\":\"x\",\"max_message_bytes\":0}",
+                     NULL, &err),
+                 ZOO_INVALID_ARGUMENT, err);
+    CHECK(contains(err, "max_message_bytes"));
+    th_free_string(&err);
     CHECK_STATUS(zoo_agent_add_mcp_server(agent, "bad name", FAKE_JSON, NULL, &err),
                  ZOO_INVALID_ARGUMENT, err);
     CHECK_ERROR_MESSAGE(err);
@@ -111,7 +127,10 @@ void test_mcp_fake_server_in_a_chat(void) {
     char *server_name = jm_string(info, "server_name");
     CHECK_STR(server_name, "fake-server");
     free(server_name);
-    CHECK(jm_count(info, "tools") == 11);
+    CHECK(jm_count(info, "tools") == FAKE_TOOLS);
+    char *state = jm_string(info, "state");
+    CHECK_STR(state, "running");
+    free(state);
     char *first = jm_string(info, "tools.0");
     CHECK_STR(first, "fake__echo");
     free(first);
@@ -134,6 +153,19 @@ void test_mcp_fake_server_in_a_chat(void) {
     free(crash);
     th_free_string(&out);
 
+    /* The crashed server is listed as dead, with the reason; its tools
+     * were withdrawn. */
+    char *servers = NULL;
+    REQUIRE_STATUS(zoo_agent_mcp_servers_json(agent, &servers, &err), ZOO_OK, err);
+    char *dead = jm_string(servers, "0.state");
+    CHECK_STR(dead, "dead");
+    free(dead);
+    char *reason = jm_string(servers, "0.state_reason");
+    CHECK(contains(reason, "exit status: 7"));
+    free(reason);
+    CHECK(jm_count(servers, "0.tools") == 0);
+    th_free_string(&servers);
+
     bool removed = false;
     CHECK_STATUS(zoo_agent_remove_mcp_server(agent, "fake", &removed, &err), ZOO_OK, err);
     CHECK(removed);
@@ -144,7 +176,9 @@ void test_mcp_fake_server_in_a_chat(void) {
 /* A C program usually keeps SIGPIPE's default action, which kills the
  * process on a write to a pipe nobody reads. libzoo must turn that write
  * into a tool error instead: the server's stdin is a socket written with
- * MSG_NOSIGNAL. */
+ * MSG_NOSIGNAL. The fake server shuts down the reading side of its stdin
+ * before it answers the last tools/list page, so the call's write is sure
+ * to find no reader: no race with the server, whatever the load. */
 void test_mcp_server_that_stopped_reading(void) {
     signal(SIGPIPE, SIG_DFL);
     zoo_agent *agent =
@@ -154,17 +188,54 @@ void test_mcp_server_that_stopped_reading(void) {
     REQUIRE_STATUS(zoo_agent_add_mcp_server(agent, "quiet",
                                             "{\"type\":\"stdio\",\"command\":\"python3\","
                                             "\"args\":[\"" FAKE_SERVER "\",\"--close-stdin\"],"
-                                            "\"timeout_ms\":10000}",
+                                            "\"timeout_ms\":60000}",
                                             NULL, &err),
                    ZOO_OK, err);
     char *out = NULL;
+    int64_t started = th_now_ms();
     REQUIRE_STATUS(zoo_agent_chat(agent, "go", NULL, NULL, &out, &err), ZOO_OK, err);
+    CHECKF(th_now_ms() - started < AT_ONCE_MS, "the call waited for its timeout");
     char *text = jm_string(out, "text");
     CHECK_STR(text, "Done.");
     free(text);
     char *error = jm_string(out, "tool_calls.0.error");
-    CHECK(contains(error, "cannot write to the server's stdin"));
+    CHECK(contains(error, "closed its stdin"));
     free(error);
+    th_free_string(&out);
+    /* Listed as dead, its tools withdrawn. */
+    char *servers = NULL;
+    REQUIRE_STATUS(zoo_agent_mcp_servers_json(agent, &servers, &err), ZOO_OK, err);
+    char *state = jm_string(servers, "0.state");
+    CHECK_STR(state, "dead");
+    free(state);
+    th_free_string(&servers);
+    zoo_agent_free(agent);
+}
+
+/* A message larger than max_message_bytes fails the call that waited for
+ * it, with an error that names the option; the server goes on serving. */
+void test_mcp_max_message_bytes(void) {
+    zoo_agent *agent = mock_agent(
+        "[" CALL("big__flood", "{\\\"stream\\\":\\\"stdout\\\",\\\"mb\\\":2}") ", " CALL(
+            "big__echo", "{\\\"text\\\":\\\"small\\\"}") ", \"Done.\"]");
+    REQUIRE(agent != NULL);
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_agent_add_mcp_server(agent, "big",
+                                            "{\"type\":\"stdio\",\"command\":\"python3\","
+                                            "\"args\":[\"" FAKE_SERVER "\"],\"timeout_ms\":60000,"
+                                            "\"max_message_bytes\":65536}",
+                                            NULL, &err),
+                   ZOO_OK, err);
+    char *out = NULL;
+    int64_t started = th_now_ms();
+    REQUIRE_STATUS(zoo_agent_chat(agent, "go", NULL, NULL, &out, &err), ZOO_OK, err);
+    CHECKF(th_now_ms() - started < AT_ONCE_MS, "the call waited for its timeout");
+    char *error = jm_string(out, "tool_calls.0.error");
+    CHECK(contains(error, "larger than 64 KiB (the transport's max_message_bytes)"));
+    free(error);
+    char *echo = jm_string(out, "tool_calls.1.result");
+    CHECK_STR(echo, "echo: small");
+    free(echo);
     th_free_string(&out);
     zoo_agent_free(agent);
 }

@@ -43,10 +43,11 @@
     X(chat_callbacks_freed_once, 10)         \
     X(concurrent_chats, 20)                  \
     /* test_mcp.c */                         \
-    X(mcp_errors, 30)                        \
-    X(mcp_fake_server_in_a_chat, 30)         \
-    X(mcp_server_that_stopped_reading, 30)   \
-    X(mcp_everything_stdio, 60)              \
+    X(mcp_errors, 60)                        \
+    X(mcp_fake_server_in_a_chat, 60)         \
+    X(mcp_server_that_stopped_reading, 60)   \
+    X(mcp_max_message_bytes, 60)             \
+    X(mcp_everything_stdio, 90)              \
     /* test_real.c */                        \
     X(real_model_load_and_metadata, 60)      \
     X(real_quick_chat, 30)                   \

@@ -20,17 +20,21 @@ use crate::status::zoo_status;
 /// to this process's environment), or Streamable HTTP:
 /// `{"type": "http", "url": "https://host/mcp", "bearer_token": "...",
 /// "headers": {"X": "y"}, "timeout_ms": 60000}` (only `url` is required).
-/// `timeout_ms` bounds every request (default 60 s).
+/// `timeout_ms` bounds every request (default 60 s); `max_message_bytes`
+/// (either kind) bounds every message read from the server (default 16 MiB).
 ///
 /// On success, if `out_info_json` is not NULL, `*out_info_json` is a JSON
 /// object `{"name", "server_name", "server_version", "protocol_version",
-/// "tools": [registered names], "skipped": [reasons]}` to free with
+/// "tools": [registered names], "skipped": [reasons], "state": "running" or
+/// "dead", "state_reason": null or why it died}` to free with
 /// `zoo_string_free`.
 ///
 /// A tool call that fails at the server (an `isError` result, a JSON-RPC
-/// error, a crash, a timeout, malformed output) is a tool error the model
-/// reads, never a chat failure. The server's tools follow its
-/// `notifications/tools/list_changed`.
+/// error, a crash, a timeout, malformed output, a message larger than
+/// `max_message_bytes`) is a tool error the model reads, never a chat
+/// failure. The server's tools follow its `notifications/tools/list_changed`;
+/// a server that dies (exits, closes its stdin or stdout) has its tools
+/// withdrawn and is listed as `"dead"`.
 ///
 /// Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or transport, a bad or
 /// duplicate name), `ZOO_INVALID_JSON` (a malformed description; the message
