@@ -4,6 +4,12 @@
  * timeout, poll, cancel, zoo_agent_stop from another thread, freeing the
  * agent while chats run and from inside on_complete, and the exactly-once
  * rule for the chat callbacks' free_user_data.
+ *
+ * No test relies on timing: where a test needs a chat still running, its
+ * on_token waits at a gate that the test opens when it is done looking, or
+ * (where the test ends the chat by freeing the agent, which joins the
+ * inference thread, so a held callback would deadlock) the reply is long
+ * enough, 50 s, that only the test's cancellation ends it.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -11,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chatctx.h"
 #include "harness.h"
@@ -44,11 +51,65 @@ static char *json_str(const char *json, const char *path) {
     return jm_string(json, path);
 }
 
+/* A gate that callbacks on the inference thread wait at until the test
+ * opens it. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool open;
+    atomic_int arrived; /* callbacks that reached the gate */
+} gate;
+
+static void gate_init(gate *g) {
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->open = false;
+    atomic_init(&g->arrived, 0);
+}
+
+static void gate_open(gate *g) {
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Waits until the gate is open; after 30 s (times the scale) it gives up,
+ * so that a broken test fails on its own check instead of hanging. */
+static void gate_pass(gate *g) {
+    atomic_fetch_add(&g->arrived, 1);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 30 * th_timeout_scale();
+    pthread_mutex_lock(&g->mu);
+    while (!g->open && pthread_cond_timedwait(&g->cv, &g->mu, &deadline) == 0) {
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_destroy(gate *g) {
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+}
+
+/* A token hook: every token waits at the gate in ctx->hook_data. */
+static void hold_tokens(chat_ctx *ctx, const char *text, size_t len) {
+    (void)text;
+    (void)len;
+    gate_pass(ctx->hook_data);
+}
+
 void test_async_wait_poll(void) {
-    zoo_agent *agent = slow_agent(20, 10); /* about 200 ms */
+    zoo_agent *agent = slow_agent(20, 1);
     REQUIRE(agent != NULL);
+    /* The reply waits at its first token until the checks of a running
+     * chat are done. */
+    gate held;
+    gate_init(&held);
     chat_ctx ctx;
     chat_ctx_init(&ctx);
+    ctx.token_hook = hold_tokens;
+    ctx.hook_data = &held;
     zoo_chat_callbacks cb = chat_ctx_callbacks(&ctx, true);
     zoo_chat *chat = NULL;
     char *err = NULL, *out = NULL;
@@ -71,6 +132,7 @@ void test_async_wait_poll(void) {
     CHECK(!done && out == NULL);
 
     /* Waiting forever gets the response. */
+    gate_open(&held);
     CHECK_STATUS(zoo_chat_wait(chat, -1, &done, &out, &err), ZOO_OK, err);
     CHECK(done);
     REQUIRE(out != NULL);
@@ -105,6 +167,7 @@ void test_async_wait_poll(void) {
     CHECK(atomic_load(&ctx.freed) == 1);
     chat_ctx_destroy(&ctx);
     zoo_agent_free(agent);
+    gate_destroy(&held);
 }
 
 /* zoo_agent_stop from another thread ends the chat as "cancelled" with the
@@ -125,7 +188,7 @@ static void *stop_after_first_tokens(void *arg) {
 }
 
 void test_async_stop_from_thread(void) {
-    zoo_agent *agent = slow_agent(500, 10); /* 5 s if nobody stops it */
+    zoo_agent *agent = slow_agent(5000, 10); /* 50 s if nobody stops it */
     REQUIRE(agent != NULL);
     chat_ctx ctx;
     chat_ctx_init(&ctx);
@@ -148,7 +211,7 @@ void test_async_stop_from_thread(void) {
     free(reason);
     /* The partial text is what was streamed. */
     char *text = json_str(out, "text");
-    CHECK(text && strncmp(text, "w0 w1 w2", 8) == 0 && !strstr(text, "w499"));
+    CHECK(text && strncmp(text, "w0 w1 w2", 8) == 0 && !strstr(text, "w4999"));
     CHECK(th_wait_int(&ctx.completes, 1, 2000));
     CHECK_STR(chat_ctx_stream(&ctx), text);
     free(text);
@@ -174,10 +237,16 @@ void test_async_stop_from_thread(void) {
 /* zoo_chat_cancel: the running chat ends "cancelled"; a queued chat ends
  * "cancelled" without running; the others are unaffected. */
 void test_async_cancel(void) {
-    zoo_agent *agent = slow_agent(300, 5);
+    zoo_agent *agent = slow_agent(300, 1);
     REQUIRE(agent != NULL);
+    /* The first chat waits at its first token until both cancels are in:
+     * it is running, and the second one is queued, when they land. */
+    gate held;
+    gate_init(&held);
     chat_ctx c1, c2, c3;
     chat_ctx_init(&c1);
+    c1.token_hook = hold_tokens;
+    c1.hook_data = &held;
     chat_ctx_init(&c2);
     chat_ctx_init(&c3);
     zoo_chat_callbacks cb1 = chat_ctx_callbacks(&c1, true), cb2 = chat_ctx_callbacks(&c2, true),
@@ -187,17 +256,22 @@ void test_async_cancel(void) {
     REQUIRE_STATUS(zoo_agent_chat_async(agent, "first", NULL, &cb1, &first, &err), ZOO_OK, err);
     REQUIRE_STATUS(zoo_agent_chat_async(agent, "second", NULL, &cb2, &second, &err), ZOO_OK, err);
     REQUIRE_STATUS(zoo_agent_chat_async(agent, "third", NULL, &cb3, &third, &err), ZOO_OK, err);
-    CHECK(th_wait_int(&c1.tokens, 2, 5000));
+    CHECK(th_wait_int(&held.arrived, 1, 30000));
 
     /* Cancel the queued one first, then the running one. */
     CHECK_STATUS(zoo_chat_cancel(second), ZOO_OK, NULL);
     CHECK_STATUS(zoo_chat_cancel(first), ZOO_OK, NULL);
+    gate_open(&held);
     bool done = false;
     CHECK_STATUS(zoo_chat_wait(first, 2000, &done, &out, &err), ZOO_OK, err);
     CHECK(done);
     char *reason = json_str(out, "stop_reason");
     CHECK_STR(reason, "cancelled");
     free(reason);
+    /* It stopped where the cancel found it: after the first word. */
+    char *partial = json_str(out, "text");
+    CHECK_STR(partial, "w0");
+    free(partial);
     zoo_string_free(out);
     out = NULL;
 
@@ -252,6 +326,7 @@ void test_async_cancel(void) {
     zoo_chat_free(third);
     for (int i = 0; i < 3; i++) chat_ctx_destroy(all[i]);
     zoo_agent_free(agent);
+    gate_destroy(&held);
 }
 
 /* zoo_chat_free does not cancel: the chat goes on and its callbacks run. */
@@ -282,6 +357,7 @@ struct free_in_complete {
     zoo_agent *agent;
     atomic_int returned; /* zoo_agent_free returned inside the callback */
     atomic_int released; /* the free_user_data of a tool */
+    gate *held;          /* where on_token waits, if set */
 };
 
 static void free_agent_hook(chat_ctx *ctx, zoo_status status) {
@@ -289,6 +365,13 @@ static void free_agent_hook(chat_ctx *ctx, zoo_status status) {
     struct free_in_complete *f = ctx->hook_data;
     zoo_agent_free(f->agent);
     atomic_store(&f->returned, 1);
+}
+
+static void hold_tokens_of_free(chat_ctx *ctx, const char *text, size_t len) {
+    (void)text;
+    (void)len;
+    struct free_in_complete *f = ctx->hook_data;
+    gate_pass(f->held);
 }
 
 static void tool_that_never_runs(void *ud, const char *a, size_t n, zoo_tool_result *r) {
@@ -310,12 +393,18 @@ void test_free_agent_in_on_complete(void) {
                                            tool_that_never_runs, &tool_freed, th_count_free,
                                            &err),
                    ZOO_OK, err);
-    struct free_in_complete f = {.agent = agent};
+    /* The first chat waits at its first token until the second is queued:
+     * had it finished before, on_complete would have freed the agent under
+     * the second zoo_agent_chat_async. */
+    gate held;
+    gate_init(&held);
+    struct free_in_complete f = {.agent = agent, .held = &held};
     atomic_init(&f.returned, 0);
     atomic_init(&f.released, 0);
     chat_ctx ctx, queued;
     chat_ctx_init(&ctx);
     chat_ctx_init(&queued);
+    ctx.token_hook = hold_tokens_of_free;
     ctx.complete_hook = free_agent_hook;
     ctx.hook_data = &f;
     zoo_chat_callbacks cb = chat_ctx_callbacks(&ctx, true);
@@ -324,6 +413,7 @@ void test_free_agent_in_on_complete(void) {
     REQUIRE_STATUS(zoo_agent_chat_async(agent, "go", NULL, &cb, &chat, &err), ZOO_OK, err);
     /* A chat queued behind it is failed by the free. */
     REQUIRE_STATUS(zoo_agent_chat_async(agent, "next", NULL, &cbq, &next, &err), ZOO_OK, err);
+    gate_open(&held);
 
     bool done = false;
     char *out = NULL;
@@ -355,6 +445,7 @@ void test_free_agent_in_on_complete(void) {
     zoo_chat_free(next);
     chat_ctx_destroy(&ctx);
     chat_ctx_destroy(&queued);
+    gate_destroy(&held);
 }
 
 /* zoo_agent_free from inside on_token (the chat is still running) and from
@@ -448,7 +539,7 @@ void test_free_agent_in_on_token_and_tool(void) {
  * queued ones fail with ZOO_AGENT_NOT_RUNNING, every callback's user_data
  * and the tools are released once, and the handles stay usable. */
 void test_free_agent_while_chat_runs(void) {
-    zoo_agent *agent = slow_agent(500, 10);
+    zoo_agent *agent = slow_agent(5000, 10); /* 50 s: only the free ends it */
     REQUIRE(agent != NULL);
     atomic_int tool_freed;
     atomic_init(&tool_freed, 0);
@@ -519,7 +610,7 @@ static void *blocking_chat_thread(void *arg) {
 }
 
 void test_free_agent_during_blocking_chat(void) {
-    zoo_agent *agent = slow_agent(500, 10);
+    zoo_agent *agent = slow_agent(5000, 10); /* 50 s: only the free ends it */
     REQUIRE(agent != NULL);
     chat_ctx ctx;
     chat_ctx_init(&ctx);

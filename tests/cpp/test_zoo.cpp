@@ -180,6 +180,28 @@ std::string words(int n) {
     return s;
 }
 
+// A gate that callbacks on the inference thread wait at until the test
+// opens it: a reply held there cannot finish before the test has looked.
+class Gate {
+  public:
+    void open() {
+        std::lock_guard<std::mutex> lock(mu_);
+        open_ = true;
+        cv_.notify_all();
+    }
+    // Waits until open; gives up after 30 s (times the scale), so that a
+    // broken test fails on its own checks instead of hanging.
+    void pass() {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, 30s * timeout_scale(), [this] { return open_; });
+    }
+
+  private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool open_ = false;
+};
+
 } // namespace
 
 // ---- tests ----
@@ -395,17 +417,23 @@ TEST(callback_exceptions_cancel_and_rethrow, 10) {
 }
 
 TEST(async_wait_poll_cancel_stop, 20) {
-    zoo::Agent agent = zoo::Agent::mock(replies({words(40), words(500), words(500)}), 5);
+    // The first reply waits at its first token until the checks of a
+    // running chat are done; the others take 25 s unless cancelled.
+    zoo::Agent agent = zoo::Agent::mock(replies({words(40), words(5000), words(5000)}), 5);
     std::atomic<int> completes{0};
     zoo_status status = ZOO_INTERNAL;
     std::string completed_text;
-    zoo::Chat chat = agent.chat_async("a", {}, [&](zoo_status s, std::string_view text) {
+    Gate held;
+    zoo::ChatOptions hold;
+    hold.on_token = [&held](std::string_view) { held.pass(); };
+    zoo::Chat chat = agent.chat_async("a", hold, [&](zoo_status s, std::string_view text) {
         status = s;
         completed_text = std::string(text);
         completes++;
     });
     CHECK(!chat.done());
     CHECK(!chat.wait_for(10ms).has_value());
+    held.open();
     std::string r = chat.wait();
     CHECK(chat.done());
     CHECK_EQ(*zoo::json_string_member(r, "stop_reason"), "stop");
@@ -445,11 +473,11 @@ TEST(destroying_chat_or_agent_early, 20) {
         { zoo::Chat c = agent.chat_async("x", {}, [&](zoo_status, std::string_view) { completes++; }); }
         CHECK(eventually([&] { return completes.load() == 1; }));
     }
-    // The Agent destroyed while chats run: the running one ends cancelled,
-    // the queued one fails with ZOO_AGENT_NOT_RUNNING.
+    // The Agent destroyed while chats run: the running one (25 s of reply)
+    // ends cancelled, the queued one fails with ZOO_AGENT_NOT_RUNNING.
     zoo::Chat running, queued;
     {
-        zoo::Agent agent = zoo::Agent::mock(replies({words(500)}), 5);
+        zoo::Agent agent = zoo::Agent::mock(replies({words(5000)}), 5);
         std::atomic<int> tokens{0};
         zoo::ChatOptions count;
         count.on_token = [&tokens](std::string_view) { tokens++; };
