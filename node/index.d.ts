@@ -99,10 +99,10 @@ export declare class NativeModel {
 export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, mockReplies?: Array<string> | undefined | null, mockDelayMs?: number | undefined | null): Promise<NativeAgent>
 
 /**
- * Loads a GGUF file off the JavaScript thread. `gpuLayers` is -1 (all)
- * or more.
+ * Loads a GGUF file off the JavaScript thread. `paramsJson` holds the
+ * load options (`gpu_layers`, `use_mmap`), checked by the engine as for C.
  */
-export declare function loadModel(path: string, gpuLayers: number, useMmap: boolean): Promise<NativeModel>
+export declare function loadModel(path: string, paramsJson: string): Promise<NativeModel>
 
 /** The version of the native module (the workspace version). */
 export declare function nativeVersion(): string

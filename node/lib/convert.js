@@ -12,29 +12,48 @@ function camelKeys(object) {
   return out
 }
 
-// Integer keys and their ranges, checked here so that the error names the
-// key (JSON numbers never wrap, but serde's message would not name it).
-const U32 = [0, 4294967295]
-const INTEGER_KEYS = {
-  contextSize: U32, batchSize: U32, threads: U32, gpuLayers: [-1, 2147483647], seed: U32,
-  topK: U32, maxTokens: U32, maxToolIterations: U32, maxToolRetries: U32,
+/**
+ * A value as JSON text, like `JSON.stringify` except that numbers JSON
+ * cannot hold are written as Python writes them (`NaN`, `Infinity`,
+ * `-Infinity`) and BigInts as their digits: the engine reads those and
+ * reports them against the key's rule, so that every value is checked
+ * there, in the same words for Node, Python and C. Returns undefined for a
+ * value JSON has no form for (a function, a symbol, undefined).
+ */
+function toJson(value) {
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
+  if (typeof value === 'bigint') return value.toString()
+  if (Array.isArray(value)) return `[${value.map((item) => toJson(item) ?? 'null').join(',')}]`
+  if (value !== null && typeof value === 'object' && typeof value.toJSON !== 'function') {
+    const entries = []
+    for (const [key, item] of Object.entries(value)) {
+      const json = toJson(item)
+      if (json !== undefined) entries.push(`${JSON.stringify(key)}:${json}`)
+    }
+    return `{${entries.join(',')}}`
+  }
+  return JSON.stringify(value)
 }
 
 /**
- * Config object (camelCase) to the engine's JSON keys; returns the JSON or
- * throws `[key, reason]` for an integer key out of range.
+ * Settings (the agent's config, a model's load options) with camelCase
+ * keys to the engine's JSON; anything but an object is passed as it is, for
+ * the engine to refuse. Throws `[key, reason]` for a value JSON has no form
+ * for; the engine checks everything else.
  */
 function configToJson(config) {
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    const json = toJson(config)
+    if (json === undefined) throw ['config', `expected a JSON object, got ${typeof config}`]
+    return json
+  }
   const out = {}
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue
-    const range = INTEGER_KEYS[key]
-    if (range && value !== null && !(Number.isInteger(value) && value >= range[0] && value <= range[1])) {
-      throw [key, `must be an integer from ${range[0]} to ${range[1]}, got ${typeof value === 'number' ? value : JSON.stringify(value)}`]
-    }
+    if (toJson(value) === undefined) throw [key, `expected a JSON value, got ${typeof value}`]
     out[snake(key)] = value
   }
-  return JSON.stringify(out)
+  return toJson(out)
 }
 
 /** Puts the camelCase key back into an engine message that names a snake_case one. */

@@ -73,6 +73,16 @@ function configError(error) {
   return zoo
 }
 
+/** Settings (config, load options) as the engine's JSON; see convert.js. */
+function settingsJson(settings) {
+  try {
+    return configToJson(settings)
+  } catch (problem) {
+    if (!Array.isArray(problem)) throw problem
+    throw new ZooError(ErrorCode.INVALID_CONFIG, `invalid config \`${problem[0]}\`: ${problem[1]}`)
+  }
+}
+
 /** A GGUF model loaded once and shared by several agents. */
 class Model {
   #native
@@ -88,11 +98,15 @@ class Model {
    * @param {{gpuLayers?: number, useMmap?: boolean}} [options]
    */
   static async load(path, options) {
-    const { gpuLayers = 0, useMmap = true } = checkObject(options, 'Model.load options')
     if (typeof path !== 'string') throw invalid('Model.load: `path` must be a string')
-    if (typeof gpuLayers !== 'number') throw invalid('Model.load: `gpuLayers` must be a number')
-    if (typeof useMmap !== 'boolean') throw invalid('Model.load: `useMmap` must be a boolean')
-    const nativeModel = await nativeAsync(() => binding.loadModel(path, gpuLayers, useMmap))
+    // The engine checks the options, as it does for C and Python.
+    const json = settingsJson(options ?? {})
+    let nativeModel
+    try {
+      nativeModel = await nativeAsync(() => binding.loadModel(path, json))
+    } catch (error) {
+      throw configError(error)
+    }
     return new Model(CONSTRUCT, nativeModel)
   }
 
@@ -152,20 +166,17 @@ class Agent {
    * `contextSize`, `temperature`, `toolChoice`, ...) and `model`, a loaded
    * `Model` to share.
    */
-  static async create(config) {
-    const { model, _mockReplies, _mockDelayMs, ...rest } = checkObject(config, 'Agent.create config')
+  static async create(config = {}) {
+    // Anything but an object goes to the engine as it is, which refuses it
+    // in the same words as for C and Python.
+    const object = config !== null && typeof config === 'object' && !Array.isArray(config)
+    const { model, _mockReplies, _mockDelayMs, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
     if (_mockReplies !== undefined && !Array.isArray(_mockReplies)) throw invalid('`_mockReplies` must be an array of strings')
-    if (model === undefined && _mockReplies === undefined && rest.modelPath === undefined) {
+    if (object && model === undefined && _mockReplies === undefined && rest.modelPath === undefined) {
       throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath` or `model` (a loaded Model)')
     }
-    let json
-    try {
-      json = configToJson(rest)
-    } catch (problem) {
-      if (!Array.isArray(problem)) throw problem
-      throw new ZooError(ErrorCode.INVALID_CONFIG, `invalid config \`${problem[0]}\`: ${problem[1]}`)
-    }
+    const json = settingsJson(object ? rest : config)
     let nativeAgent
     try {
       nativeAgent = await binding.createAgent(

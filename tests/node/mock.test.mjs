@@ -255,7 +255,7 @@ test('config errors are ZooErrors with codes; numbers are range-checked', async 
   await assert.rejects(zk.Agent.create({}), { code: ErrorCode.INVALID_CONFIG, message: /modelPath/ })
   await assert.rejects(zk.Agent.create({ modelPath: '/no/such/model.gguf' }), { code: ErrorCode.MODEL_LOAD_FAILED })
   await assert.rejects(zk.Model.load('/no/such/model.gguf'), { code: ErrorCode.MODEL_LOAD_FAILED })
-  await assert.rejects(zk.Model.load('/no/such/model.gguf', { gpuLayers: -2 }), { code: ErrorCode.INVALID_ARGUMENT })
+  await assert.rejects(zk.Model.load('/no/such/model.gguf', { gpuLayers: -2 }), { code: ErrorCode.INVALID_CONFIG, message: /`gpuLayers`/ })
   await assert.rejects(zk.Model.load(42), { code: ErrorCode.INVALID_ARGUMENT })
   assert.throws(() => new zk.Agent(), TypeError)
 

@@ -5,7 +5,7 @@ use napi::{Env, Task};
 use napi_derive::napi;
 use zoo_core::{Model, ModelParams};
 
-use crate::errors::{integer, IntoNapi};
+use crate::errors::IntoNapi;
 
 /// A loaded model (wrapped by the package's `Model`).
 #[napi]
@@ -53,20 +53,10 @@ impl Task for LoadModel {
     }
 }
 
-/// Loads a GGUF file off the JavaScript thread. `gpuLayers` is -1 (all)
-/// or more.
+/// Loads a GGUF file off the JavaScript thread. `paramsJson` holds the
+/// load options (`gpu_layers`, `use_mmap`), checked by the engine as for C.
 #[napi(ts_return_type = "Promise<NativeModel>")]
-pub fn load_model(
-    path: String,
-    gpu_layers: f64,
-    use_mmap: bool,
-) -> napi::Result<AsyncTask<LoadModel>> {
-    let gpu_layers = integer("gpuLayers", gpu_layers, -1, i64::from(i32::MAX))? as i32;
-    Ok(AsyncTask::new(LoadModel {
-        path,
-        params: ModelParams {
-            gpu_layers,
-            use_mmap,
-        },
-    }))
+pub fn load_model(path: String, params_json: String) -> napi::Result<AsyncTask<LoadModel>> {
+    let params = ModelParams::from_json(&params_json).napi_err()?;
+    Ok(AsyncTask::new(LoadModel { path, params }))
 }
