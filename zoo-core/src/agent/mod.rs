@@ -3,19 +3,17 @@
 //! cancel flag or reads a copy, so all of them are safe from any thread.
 
 pub(crate) mod handle;
-pub(crate) mod options;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::engine::options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
+pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
-pub use options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
 
 use crate::backend::Backend;
-use crate::cancel::CancelToken;
 use crate::config::Config;
+use crate::engine::completion::Completion;
 use crate::engine::worker::{self, ChatJob, Job, Shared};
 use crate::error::{Error, Result};
 use crate::mcp::federation::McpServers;
@@ -24,25 +22,6 @@ use crate::message::Message;
 use crate::tools::registry::Tool;
 use crate::tools::typed::{typed_tool, TypedHandler};
 use crate::tools::ToolDefinition;
-use handle::Completion;
-
-/// The lifecycle of an agent (the seed TRD's state machine).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentState {
-    /// The inference thread is starting and setting up its backend.
-    Loading,
-    /// Setup failed; the agent cannot be used.
-    Failed,
-    /// Waiting for a request.
-    Idle,
-    /// Running a chat.
-    Processing,
-    /// `stop()` was called; the chat in flight is winding down.
-    Cancelling,
-    /// The agent was dropped; its thread has ended or is ending.
-    Terminated,
-}
 
 /// A tool-using agent on its own inference thread. `Send + Sync`: share it
 /// across threads by reference or in an `Arc`.
@@ -312,11 +291,6 @@ impl Agent {
     /// handlers), where blocking on the agent would wait for itself.
     pub fn on_inference_thread(&self) -> bool {
         self.shared.on_agent_thread()
-    }
-
-    /// A cancel token for [`ChatOptions::cancel_token`].
-    pub fn new_cancel_token(&self) -> CancelToken {
-        CancelToken::new()
     }
 
     /// Shuts the agent down like dropping it, but waits at most `timeout`

@@ -275,7 +275,6 @@ impl Backend for MockBackend {
         let prompt_time = started.elapsed();
 
         let mut out = String::new();
-        let mut first_token = None;
         let mut finish = FinishReason::Stop;
         for (count, piece) in pieces(&text).into_iter().enumerate() {
             if request.max_tokens.is_some_and(|max| count as u32 >= max) {
@@ -291,7 +290,6 @@ impl Backend for MockBackend {
                 finish = FinishReason::Cancelled;
                 break;
             }
-            first_token.get_or_insert_with(|| started.elapsed());
             out.push_str(piece);
             on_piece(piece);
         }
@@ -305,7 +303,6 @@ impl Backend for MockBackend {
             prompt_tokens,
             cached_tokens,
             completion_tokens,
-            time_to_first_token: first_token.unwrap_or_else(|| started.elapsed()),
             prompt_time,
             generation_time: started.elapsed() - prompt_time,
         })

@@ -68,8 +68,6 @@ pub struct Generation {
     pub cached_tokens: u32,
     /// Generated tokens.
     pub completion_tokens: u32,
-    /// From the call to the first generated token.
-    pub time_to_first_token: Duration,
     /// Time evaluating the prompt.
     pub prompt_time: Duration,
     /// Time generating.

@@ -2,8 +2,11 @@
 //! the inference thread that runs them.
 
 pub mod agentic_loop;
+pub(crate) mod completion;
 pub mod history;
+pub mod options;
 pub mod queue;
+pub mod state;
 pub(crate) mod stream_filter;
 pub(crate) mod tool_runner;
 pub(crate) mod worker;

@@ -9,12 +9,12 @@ use std::thread::ThreadId;
 use parking_lot::Mutex;
 
 use super::agentic_loop::{run_turn, Callbacks, TurnInput, TurnSettings};
+use super::completion::Completion;
 use super::history::History;
+use super::options::ChatOptions;
 use super::queue::RequestQueue;
+use super::state::AgentState;
 use super::tool_runner::ToolRunner;
-use crate::agent::handle::Completion;
-use crate::agent::options::ChatOptions;
-use crate::agent::AgentState;
 use crate::backend::Backend;
 use crate::cancel::CancelToken;
 use crate::config::Config;

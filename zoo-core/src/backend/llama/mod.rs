@@ -475,14 +475,12 @@ impl LlamaBackend<'_> {
             prompt_tokens: 0,
             cached_tokens: 0,
             completion_tokens: 0,
-            time_to_first_token: Duration::ZERO,
             prompt_time: Duration::ZERO,
             generation_time: Duration::ZERO,
         };
         let prepared = self.prepare_prompt(request, cancel)?;
         generation.prompt_time = started.elapsed();
         let Some((prompt_tokens, reused)) = prepared else {
-            generation.time_to_first_token = started.elapsed();
             return Ok(generation);
         };
         generation.prompt_tokens = prompt_tokens as u32;
@@ -513,9 +511,6 @@ impl LlamaBackend<'_> {
                 break FinishReason::Stop;
             }
             generation.completion_tokens += 1;
-            if generation.completion_tokens == 1 {
-                generation.time_to_first_token = started.elapsed();
-            }
             piece.clear();
             vocab.token_to_piece_into(token, &mut piece, false, None);
             let text = utf8.push(&piece);
