@@ -166,6 +166,7 @@ class Agent:
         bearer_token: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
+        max_message_bytes: Optional[int] = None,
     ) -> McpServerInfo:
         """Connects an MCP server and registers each of its tools as
         `{name}__{tool}`, validated and constrained by the server's schema.
@@ -173,11 +174,17 @@ class Agent:
         Either `command` (with `args`, `env` added to this process's
         environment, `cwd`) starts a server on stdio, or `url` (with
         `bearer_token`, `headers`) reaches one over Streamable HTTP.
-        `timeout` (seconds, default 60) bounds every request. A failing call
-        (an error result, a crash, a timeout) is a tool error the model
-        reads. Raises `McpError` when the server cannot start or answer,
-        naming the command or URL and what the process wrote on stderr."""
-        description = transport_json(command, args, env, cwd, url, bearer_token, headers, timeout)
+        `timeout` (seconds, default 60) bounds every request;
+        `max_message_bytes` (default 16 MiB) bounds every message read from
+        the server, and a larger one fails the call with an error that says
+        so. A failing call (an error result, a crash, a timeout) is a tool
+        error the model reads; a server that dies has its tools withdrawn
+        and is listed with `state == "dead"`. Raises `McpError` when the
+        server cannot start or answer, naming the command or URL and what
+        the process wrote on stderr."""
+        description = transport_json(
+            command, args, env, cwd, url, bearer_token, headers, timeout, max_message_bytes
+        )
         return McpServerInfo._from_json(self._native.add_mcp_server(name, description))
 
     def remove_mcp_server(self, name: str) -> bool:

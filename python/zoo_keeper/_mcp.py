@@ -24,6 +24,13 @@ class McpServerInfo:
     """The names its tools are registered under."""
     skipped: List[str] = field(default_factory=list)
     """Tools that could not be registered, each with the reason."""
+    state: str = "running"
+    """`"running"`, or `"dead"` once the server went away by itself (its
+    process exited or closed its pipes); a dead server's tools are
+    withdrawn from the agent. Add it again to restart it."""
+    state_reason: Optional[str] = None
+    """Why it is dead (its exit status and last stderr lines); None while
+    it runs."""
 
     @classmethod
     def _from_json(cls, text: str) -> "McpServerInfo":
@@ -38,6 +45,8 @@ class McpServerInfo:
             protocol_version=data["protocol_version"],
             tools=list(data["tools"]),
             skipped=list(data["skipped"]),
+            state=data["state"],
+            state_reason=data["state_reason"],
         )
 
 
@@ -50,6 +59,7 @@ def transport_json(
     bearer_token: Optional[str],
     headers: Optional[Mapping[str, str]],
     timeout: Optional[float],
+    max_message_bytes: Optional[int] = None,
 ) -> str:
     """The engine's JSON description of a transport (the C ABI's form);
     a `TypeError` for an inconsistent mix of keyword arguments."""
@@ -78,4 +88,10 @@ def transport_json(
         if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         description["timeout_ms"] = max(1, round(timeout * 1000))
+    if max_message_bytes is not None:
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int):
+            raise TypeError("max_message_bytes must be an int (bytes)")
+        if max_message_bytes <= 0:
+            raise ValueError("max_message_bytes must be a positive number of bytes")
+        description["max_message_bytes"] = max_message_bytes
     return json.dumps(description)
