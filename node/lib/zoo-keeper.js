@@ -202,8 +202,16 @@ class Agent {
     const { name, description = '', parameters = { type: 'object', properties: {} } } = checkObject(definition, 'the tool definition')
     if (typeof name !== 'string') throw invalid('registerTool: `name` must be a string')
     if (typeof description !== 'string') throw invalid('registerTool: `description` must be a string')
-    if (typeof handler !== 'function') throw invalid('registerTool: the handler must be a function')
-    const schema = JSON.stringify(parameters)
+    if (typeof handler !== 'function') {
+      const got = handler === null ? 'null' : typeof handler
+      throw invalid(`invalid argument: the handler of tool \`${name}\` must be a function, got ${got}`)
+    }
+    let schema
+    try {
+      schema = JSON.stringify(parameters)
+    } catch (error) {
+      throw invalid(`invalid argument: the parameters of tool \`${name}\` cannot be written as JSON: ${error.message}`)
+    }
     if (schema === undefined) throw invalid('registerTool: `parameters` must be a JSON schema object')
     native(() => this.#native.registerTool(name, description, schema, wrapTool(handler)))
   }
@@ -218,9 +226,12 @@ class Agent {
    * `${name}__${tool}`, validated and constrained by the server's schema.
    * `{command, args, env, cwd}` starts a server on stdio (`env` is added to
    * this process's environment); `{url, bearerToken, headers}` reaches one
-   * over Streamable HTTP. `timeoutMs` (60000) bounds every request. A
-   * failing call (an error result, a crash, a timeout) is a tool error the
-   * model reads. Rejects with a ZooError of code 14 (MCP) when the server
+   * over Streamable HTTP. `timeoutMs` (60000) bounds every request and
+   * `maxMessageBytes` (16 MiB) every message read from the server. A
+   * failing call (an error result, a crash, a timeout, a message too large)
+   * is a tool error the model reads; a server that dies has its tools
+   * withdrawn and is listed with `state: 'dead'`. Rejects with a ZooError
+   * of code 14 (MCP) when the server
    * cannot start or answer, naming the command or URL and what it wrote on
    * stderr.
    */
@@ -326,7 +337,10 @@ class Agent {
       let finish = null
       const fail = (error) => {
         if (callbackError === null) callbackError = { error }
-        chat?.cancel()
+        // Undoes the turn if the engine has not finished it yet; a token is
+        // delivered here after the engine made it, so a late failure finds
+        // the turn already in the history.
+        chat?.abort(`a callback threw ${error?.name ?? 'Error'}: ${error?.message ?? error}`)
       }
       const settled = () => {
         outstanding--

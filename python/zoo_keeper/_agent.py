@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, 
 
 from . import _native
 from ._mcp import McpServerInfo, transport_json
+from ._native import InvalidArgumentError
 from ._response import Event, Response, Token
 from ._schema import convert_arguments, function_schema
 
@@ -147,7 +148,13 @@ class Agent:
                 result = runner.run(result)
             return json.dumps(result, default=_json_default)
 
-        self._native.register_tool(name, description, json.dumps(schema), call)
+        try:
+            schema_json = json.dumps(schema, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(f"invalid argument: the parameters of tool `{name}` cannot be written as JSON: {error}") from None
+        # A handler that cannot be called goes to the native check, which
+        # words the error as every front door does.
+        self._native.register_tool(name, description, schema_json, call if callable(fn) else fn)
 
     def unregister_tool(self, name: str) -> bool:
         return self._native.unregister_tool(name)

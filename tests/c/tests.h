@@ -42,6 +42,12 @@
     X(free_agent_during_blocking_chat, 15)   \
     X(chat_callbacks_freed_once, 10)         \
     X(concurrent_chats, 20)                  \
+    /* test_hostile.c */                     \
+    X(hostile_stop_storm, 60)                \
+    X(hostile_stop_during_blocked_tool, 30)  \
+    X(hostile_huge_max_tokens, 10)           \
+    X(hostile_restored_history, 10)          \
+    X(hostile_call_ids_after_restore, 10)    \
     /* test_mcp.c */                         \
     X(mcp_errors, 60)                        \
     X(mcp_fake_server_in_a_chat, 60)         \

@@ -184,7 +184,7 @@ impl NativeAgent {
             .transpose()
             .napi_err()?;
         options.max_tokens = max_tokens
-            .map(|n| integer("maxTokens", n, 1, i64::from(u32::MAX)))
+            .map(|n| integer("maxTokens", n, 0, i64::from(u32::MAX)))
             .transpose()?
             .map(|n| n as u32);
         options.rag_context = rag_context;
@@ -487,6 +487,13 @@ impl NativeChat {
     #[napi]
     pub fn cancel(&self) {
         self.handle.cancel();
+    }
+
+    /// Stops the chat and fails it with `reason`, undoing its turn (a JS
+    /// callback failed). No effect once the chat has finished.
+    #[napi]
+    pub fn abort(&self, reason: String) {
+        self.handle.abort(reason);
     }
 
     /// Whether the chat has ended.

@@ -44,8 +44,8 @@ pub fn integer(name: &str, value: f64, min: i64, max: i64) -> napi::Result<i64> 
     if in_range {
         Ok(value as i64)
     } else {
-        Err(invalid_argument(format!(
-            "`{name}` must be an integer from {min} to {max}, got {value}"
+        Err(to_napi(zoo_core::Error::out_of_range(
+            name, min, max, value,
         )))
     }
 }

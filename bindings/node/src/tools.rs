@@ -1,9 +1,10 @@
 //! JavaScript tools: the handler runs on the JS thread through a weak
-//! threadsafe function, and the inference thread waits for its result.
+//! threadsafe function, and the agent's tool thread waits for its result.
 //!
 //! The package wraps every user handler in an `async` function that never
 //! rejects: it resolves to `{"ok":true,"value":...}` or
-//! `{"ok":false,"error":"TypeError: ..."}` (`node/lib/agent.js`). So a sync
+//! `{"ok":false,"error":"TypeError: ..."}` (`wrapTool` in
+//! `node/lib/zoo-keeper.js`). So a sync
 //! or async handler, one that throws and one that rejects all come back the
 //! same way, as a Promise of a JSON string; a failure becomes a tool error
 //! the model reads, never an exception in Node.
@@ -34,14 +35,14 @@ pub fn tool_function(handler: Function<'_, String, Promise<String>>) -> napi::Re
 }
 
 /// Calls the JS handler with the arguments and waits for its result. Runs
-/// on the inference thread, which must never be the JS thread.
+/// on the agent's tool thread, which is never the JS thread.
 pub fn call(function: &ToolFunction, arguments: &Value) -> Result<Value, String> {
     let (sender, receiver) = mpsc::sync_channel(1);
     let status = function.call_with_return_value(
         arguments.to_string(),
         ThreadsafeFunctionCallMode::Blocking,
         move |returned, _env| {
-            // The receiver only goes away if the inference thread did.
+            // The receiver only goes away if the tool thread did.
             let _ = sender.send(returned);
             Ok(())
         },
@@ -75,7 +76,7 @@ fn unwrap_envelope(text: &str) -> Result<Value, String> {
     }
 }
 
-/// Wakes the parked inference thread when the Promise settles.
+/// Wakes the parked tool thread when the Promise settles.
 struct ThreadWaker(Thread);
 
 impl Wake for ThreadWaker {

@@ -24,15 +24,15 @@ pub struct NativeAgent {
     agent: Mutex<Option<Arc<Agent>>>,
 }
 
-/// The first exception raised by a chat's Python callback; it stops the
-/// chat and is raised again in the caller.
+/// The first exception raised by a chat's Python callback; it aborts the
+/// chat, which undoes its turn, and is raised again in the caller.
 #[derive(Clone, Default)]
 struct CallbackError(Arc<Mutex<Option<PyErr>>>);
 
 impl CallbackError {
-    fn record(&self, error: PyErr, cancel: &CancelToken) {
+    fn record(&self, py: Python<'_>, error: PyErr, cancel: &CancelToken) {
+        cancel.abort(format!("a callback raised {}", describe(py, &error)));
         self.0.lock().get_or_insert(error);
-        cancel.cancel();
     }
 
     fn is_set(&self) -> bool {
@@ -58,7 +58,7 @@ impl NativeAgent {
         on_token: Option<Py<PyAny>>,
         on_event: Option<Py<PyAny>>,
         tool_choice: Option<String>,
-        max_tokens: Option<u32>,
+        max_tokens: Option<i64>,
         rag_context: Option<String>,
         cancel: &CancelToken,
         failed: &CallbackError,
@@ -69,7 +69,13 @@ impl NativeAgent {
             .map(ToolChoice::parse)
             .transpose()
             .py_err()?;
-        options.max_tokens = max_tokens;
+        options.max_tokens = max_tokens
+            .map(|n| {
+                u32::try_from(n)
+                    .map_err(|_| Error::out_of_range("max_tokens", 0, u32::MAX.into(), n))
+            })
+            .transpose()
+            .py_err()?;
         options.rag_context = rag_context;
         if let Some(callback) = on_token {
             let (failed, cancel) = (failed.clone(), cancel.clone());
@@ -79,7 +85,7 @@ impl NativeAgent {
                 }
                 thread_state::attach(|py| {
                     if let Err(error) = callback.call1(py, (text,)) {
-                        failed.record(error, &cancel);
+                        failed.record(py, error, &cancel);
                     }
                 });
             });
@@ -93,7 +99,7 @@ impl NativeAgent {
                 let json = event.to_json();
                 thread_state::attach(|py| {
                     if let Err(error) = callback.call1(py, (json,)) {
-                        failed.record(error, &cancel);
+                        failed.record(py, error, &cancel);
                     }
                 });
             });
@@ -187,8 +193,15 @@ impl NativeAgent {
         name: &str,
         description: &str,
         schema_json: &str,
-        function: Py<PyAny>,
+        function: Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        if !function.is_callable() {
+            let got = function.get_type().name()?.to_string();
+            return Err(to_py(zoo_core::tools::registry::handler_not_callable(
+                name, &got,
+            )));
+        }
+        let function = function.unbind();
         let schema: Value = serde_json::from_str(schema_json)
             .map_err(|e| to_py(Error::InvalidJson(format!("tool schema: {e}"))))?;
         let tool = Tool::new(name, description, schema, move |arguments| {
@@ -239,7 +252,7 @@ impl NativeAgent {
         on_token: Option<Py<PyAny>>,
         on_event: Option<Py<PyAny>>,
         tool_choice: Option<String>,
-        max_tokens: Option<u32>,
+        max_tokens: Option<i64>,
         rag_context: Option<String>,
     ) -> PyResult<String> {
         let agent = self.agent()?;
@@ -279,7 +292,7 @@ impl NativeAgent {
         on_event: Option<Py<PyAny>>,
         on_complete: Option<Py<PyAny>>,
         tool_choice: Option<String>,
-        max_tokens: Option<u32>,
+        max_tokens: Option<i64>,
         rag_context: Option<String>,
     ) -> PyResult<NativeChat> {
         let agent = self.agent()?;
