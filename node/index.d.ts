@@ -78,6 +78,11 @@ export declare class NativeAgent {
 export declare class NativeChat {
   /** Cancels the chat; it still delivers its (partial) result. */
   cancel(): void
+  /**
+   * Stops the chat and fails it with `reason`, undoing its turn (a JS
+   * callback failed). No effect once the chat has finished.
+   */
+  abort(reason: string): void
   /** Whether the chat has ended. */
   get done(): boolean
 }
