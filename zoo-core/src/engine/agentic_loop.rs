@@ -180,10 +180,13 @@ impl Turn<'_, '_> {
             let generation =
                 self.infer(&definitions, &tool_choice, turn_start, &input.rag_context)?;
             match generation.finish {
-                FinishReason::Cancelled => return self.cut_short(generation.text),
+                FinishReason::Cancelled => {
+                    return self.cut_short(unfinished_prose(&definitions, &generation.text))
+                }
                 FinishReason::Length => {
-                    self.commit_reply(Message::assistant(generation.text.clone()))?;
-                    return Ok(self.finish(generation.text, StopReason::Length));
+                    let text = unfinished_prose(&definitions, &generation.text);
+                    self.commit_reply(Message::assistant(text.clone()))?;
+                    return Ok(self.finish(text, StopReason::Length));
                 }
                 FinishReason::Stop => {}
             }
@@ -626,6 +629,17 @@ enum BatchOutcome {
     Exhausted,
     /// A stop ended the batch; every call is answered.
     Cancelled,
+}
+
+/// What a reply cut off by a cancel or the token limit keeps: its prose,
+/// without the markup of a call it had begun (which could not run, and
+/// which neither the user nor the model's next turn should read).
+fn unfinished_prose(definitions: &[ToolDefinition], text: &str) -> String {
+    if definitions.is_empty() {
+        text.to_string()
+    } else {
+        parser::parse(text).content
+    }
 }
 
 /// The calls of a reply. With no tools visible, the reply is plain text.

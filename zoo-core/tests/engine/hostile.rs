@@ -658,3 +658,24 @@ fn the_mock_keeps_a_bounded_record_of_its_calls() {
     assert!(mock.calls().is_empty());
     assert_eq!(mock.call_count(), 1_001);
 }
+
+#[test]
+fn a_reply_cut_off_inside_a_call_keeps_only_its_prose() {
+    // The token limit lands inside a call the model had begun: the call
+    // cannot run, and its markup must reach neither the user nor the
+    // history (the next turn would read it as the model's own words).
+    let mock = MockBackend::with_script([MockReply::text(
+        "Let me check. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa",
+    )]);
+    let agent = agent_on(&mock);
+    agent.register_tool(weather_tool());
+    let r = agent
+        .chat("weather?", ChatOptions::new().max_tokens(6))
+        .wait()
+        .unwrap();
+    assert_eq!(r.stop_reason, StopReason::Length);
+    assert_eq!(r.text, "Let me check.");
+    let history = agent.history();
+    assert_eq!(history.last().unwrap().content, "Let me check.");
+    assert_consistent(&history);
+}
