@@ -138,9 +138,10 @@ const MCP_KEYS = {
   bearerToken: ['bearer_token', 'string'],
   headers: ['headers', 'record'],
   timeoutMs: ['timeout_ms', 'milliseconds'],
+  maxMessageBytes: ['max_message_bytes', 'bytes'],
 }
-const MCP_STDIO_KEYS = ['command', 'args', 'env', 'cwd', 'timeoutMs']
-const MCP_HTTP_KEYS = ['url', 'bearerToken', 'headers', 'timeoutMs']
+const MCP_STDIO_KEYS = ['command', 'args', 'env', 'cwd', 'timeoutMs', 'maxMessageBytes']
+const MCP_HTTP_KEYS = ['url', 'bearerToken', 'headers', 'timeoutMs', 'maxMessageBytes']
 
 /** Why `value` is not of `kind` (null when it is). */
 function mcpValueProblem(key, kind, value) {
@@ -154,6 +155,8 @@ function mcpValueProblem(key, kind, value) {
       const bad = Object.entries(value).find(([, entry]) => typeof entry !== 'string')
       return bad ? `\`${key}.${bad[0]}\` must be a string, got ${typeof bad[1]}` : null
     }
+    case 'bytes':
+      return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (bytes), got ${value}`
     default:
       return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (milliseconds), got ${value}`
   }
@@ -193,6 +196,8 @@ function toMcpServerInfo(info) {
     protocolVersion: info.protocol_version,
     tools: info.tools,
     skipped: info.skipped,
+    state: info.state,
+    stateReason: info.state_reason,
   }
 }
 

@@ -216,6 +216,8 @@ export interface McpStdioServer {
   cwd?: string
   /** The longest any request may wait for its answer (60000). */
   timeoutMs?: number
+  /** The largest message read from the server (16 MiB); a larger one fails the call that waited for it. */
+  maxMessageBytes?: number
 }
 
 /** An MCP server reached over Streamable HTTP. */
@@ -228,6 +230,8 @@ export interface McpHttpServer {
   headers?: Record<string, string>
   /** The longest any request may wait for its answer (60000). */
   timeoutMs?: number
+  /** The largest message read from the server (16 MiB); a larger one fails the call that waited for it. */
+  maxMessageBytes?: number
 }
 
 export type McpServer = McpStdioServer | McpHttpServer
@@ -245,6 +249,13 @@ export interface McpServerInfo {
   tools: string[]
   /** Tools that could not be registered, each with the reason. */
   skipped: string[]
+  /**
+   * `'dead'` once the server went away by itself (its process exited or
+   * closed its pipes): its tools are then withdrawn. Add it again to restart it.
+   */
+  state: 'running' | 'dead'
+  /** Why it is dead (its exit status and last stderr lines); null while it runs. */
+  stateReason: string | null
 }
 
 /** A tool-using agent with its own inference thread. */

@@ -13,6 +13,11 @@ import { ROOT, zk, mockAgent, toolCall } from './helpers.mjs'
 const { ErrorCode } = zk
 const PYTHON = process.env.PYTHON ?? 'python3'
 const FAKE = path.join(ROOT, 'tests', 'mcp', 'fake_server.py')
+// How many tools the fake server lists.
+const FAKE_TOOLS = 15
+// Failures that must not wait for a server's timeout (60 s by default) are
+// bounded here, far from it: a loaded machine cannot turn one into the other.
+const AT_ONCE_MS = 30_000
 
 function npmServer(name) {
   const file = path.join(ROOT, 'tests', 'mcp', 'node_modules', '@modelcontextprotocol', name, 'dist', 'index.js')
@@ -34,14 +39,16 @@ test('the fake server: tools, results and errors in a chat; removing it removes 
     toolCall('fake__media', {}),
     'Done.',
   ])
-  const info = await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE], timeoutMs: 10_000 })
+  const info = await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE], timeoutMs: 60_000 })
   assert.equal(info.name, 'fake')
   assert.equal(info.serverName, 'fake-server')
   assert.equal(info.serverVersion, '1.0.0')
   assert.equal(typeof info.protocolVersion, 'string')
   assert.equal(info.tools[0], 'fake__echo')
-  assert.equal(info.tools.length, 11)
+  assert.equal(info.tools.length, FAKE_TOOLS)
   assert.deepEqual(info.skipped, [])
+  assert.equal(info.state, 'running')
+  assert.equal(info.stateReason, null)
   assert.deepEqual(agent.mcpServers(), [info])
 
   const events = []
@@ -115,6 +122,8 @@ test('bad descriptions are ZooErrors of code 1 that say what is wrong', async ()
   await bad('x', { command: 'a', env: { N: 1 } }, /`env.N` must be a string/)
   await bad('x', { command: 'a', timeoutMs: 0 }, /`timeoutMs` must be a positive integer/)
   await bad('x', { command: 'a', timeoutMs: 1.5 }, /`timeoutMs` must be a positive integer/)
+  await bad('x', { command: 'a', maxMessageBytes: 0 }, /`maxMessageBytes` must be a positive integer \(bytes\)/)
+  await bad('x', { url: 'http://127.0.0.1:1/mcp', maxMessageBytes: '1' }, /`maxMessageBytes` must be a positive integer/)
   await bad('x', { url: 'ftp://example.com' }, /http:\/\//)
   await bad('bad name', { command: PYTHON, args: [FAKE] }, /bad name/)
   await bad(42, { command: PYTHON, args: [FAKE] }, /`name` must be a string/)
@@ -132,17 +141,51 @@ test('a crash and a hang are tool errors; the agent and its other servers go on'
     'still answering',
   ])
   await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE] })
-  await agent.addMcpServer('slow', { command: PYTHON, args: [FAKE], timeoutMs: 500 })
+  // The timeout bounds the handshake too: long enough for python to start
+  // on a loaded machine.
+  await agent.addMcpServer('slow', { command: PYTHON, args: [FAKE], timeoutMs: 3000 })
   const started = Date.now()
   const response = await agent.chat('go')
-  assert.ok(Date.now() - started < 10_000)
-  assert.match(response.toolCalls[0].error, /no answer to `tools\/call` within 500 ms/)
+  assert.ok(Date.now() - started < 3000 + AT_ONCE_MS)
+  assert.match(response.toolCalls[0].error, /no answer to `tools\/call` within 3 s/)
   assert.equal(response.toolCalls[1].result, 'echo: after the hang')
   assert.match(response.toolCalls[2].error, /segmentation fault \(simulated\)/)
   assert.equal(response.text, 'survived')
+  // The crashed server is listed as dead, its tools withdrawn.
+  const fake = agent.mcpServers().find((s) => s.name === 'fake')
+  assert.equal(fake.state, 'dead')
+  assert.deepEqual(fake.tools, [])
+  assert.match(fake.stateReason, /exit status: 7/)
+  assert.equal(agent.mcpServers().find((s) => s.name === 'slow').state, 'running')
   const again = await agent.chat('again')
   assert.equal(again.toolCalls[0].result, 'echo: still here')
   assert.equal(again.text, 'still answering')
+  await agent.close()
+})
+
+test('maxMessageBytes: a larger message fails the call, and the server goes on', async () => {
+  const agent = await mockAgent([
+    toolCall('big__flood', { stream: 'stdout', mb: 2 }),
+    toolCall('big__echo', { text: 'small' }),
+    'Done.',
+  ])
+  await agent.addMcpServer('big', { command: PYTHON, args: [FAKE], maxMessageBytes: 64 * 1024 })
+  const started = Date.now()
+  const response = await agent.chat('go')
+  assert.ok(Date.now() - started < AT_ONCE_MS)
+  assert.match(response.toolCalls[0].error, /larger than 64 KiB \(the transport's max_message_bytes\)/)
+  assert.equal(response.toolCalls[1].result, 'echo: small')
+  assert.equal(agent.mcpServers()[0].state, 'running')
+  await agent.close()
+})
+
+test('tool-list entries that are no tools are skipped and listed', async () => {
+  const agent = await mockAgent([])
+  const info = await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE, '--bad-tools'] })
+  assert.equal(info.tools.length, FAKE_TOOLS)
+  assert.equal(info.skipped.length, 2)
+  assert.ok(info.skipped.some((s) => s.startsWith('`42`')), info.skipped.join('; '))
+  assert.ok(info.skipped.some((s) => s.startsWith('bad_schema')), info.skipped.join('; '))
   await agent.close()
 })
 
@@ -192,7 +235,7 @@ test('server-everything over Streamable HTTP, through the agent', async () => {
     stdio: 'ignore',
   })
   try {
-    await waitForPort(port, server, 20_000)
+    await waitForPort(port, server, 60_000)
     const agent = await mockAgent([toolCall('web__echo', { message: 'over HTTP' }), 'ok'])
     const info = await agent.addMcpServer('web', { url: `http://127.0.0.1:${port}/mcp`, bearerToken: 'unused', timeoutMs: 30_000 })
     assert.ok(info.protocolVersion)
