@@ -720,3 +720,100 @@ fn runaway_chat_template_fails_the_chat_and_the_agent_drops_promptly() {
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     assert!(handle.wait().is_err());
 }
+
+#[test]
+fn a_stop_at_any_moment_leaves_a_history_the_next_chat_takes() {
+    // The reliability issue on the real model: a stop just after the turn
+    // starts (prompt decode), during generation, and while a forced tool
+    // call's handler blocks. Each time the history stays valid and the next
+    // chat answers normally.
+    let _serial = serial();
+    let agent = Agent::with_model(smollm2(), greedy().max_tokens(48)).unwrap();
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let started_tx = Mutex::new(started_tx);
+    let release_rx = Mutex::new(release_rx);
+    agent.register_tool(
+        Tool::new(
+            "get_weather",
+            "Get the current weather for a city",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            move |_| {
+                started_tx.lock().unwrap().send(()).unwrap();
+                let _ = release_rx.lock().unwrap().recv();
+                Ok(json!({"temperature_celsius": 17}))
+            },
+        )
+        .unwrap(),
+    );
+    let generous = Duration::from_secs(60);
+
+    // 1. At once: nothing of the turn may remain.
+    let before = agent.history();
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let r = agent
+        .chat(
+            "Tell me about Paris.",
+            ChatOptions::new().cancel_token(cancel),
+        )
+        .wait()
+        .unwrap();
+    assert_eq!(r.stop_reason, StopReason::Cancelled);
+    assert_eq!(agent.history(), before);
+
+    // 2. During generation, after the first streamed token.
+    let (token_tx, token_rx) = std::sync::mpsc::channel::<()>();
+    let token_tx = Mutex::new(token_tx);
+    let handle = agent.chat(
+        "Write a long story about a cat.",
+        ChatOptions::new()
+            .tool_choice(ToolChoice::None)
+            .on_token(move |_| {
+                let _ = token_tx.lock().unwrap().send(());
+            }),
+    );
+    token_rx.recv_timeout(generous).expect("a first token");
+    agent.stop();
+    let r = handle.wait_timeout(generous).expect("ends").unwrap();
+    assert!(matches!(
+        r.stop_reason,
+        StopReason::Cancelled | StopReason::Length
+    ));
+    assert_eq!(
+        agent.history().last().unwrap().role,
+        zoo_core::Role::Assistant
+    );
+
+    // 3. While the forced call's handler blocks: the chat ends without it.
+    let handle = agent.chat(
+        "What is the weather in Paris?",
+        ChatOptions::new().tool_choice(ToolChoice::Required),
+    );
+    started_rx.recv_timeout(generous).expect("the handler runs");
+    let stopped = Instant::now();
+    agent.stop();
+    let r = handle.wait_timeout(generous).expect("ends").unwrap();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "the stop waited for the handler"
+    );
+    assert_eq!(r.stop_reason, StopReason::Cancelled);
+    let tool = agent.history().into_iter().last().unwrap();
+    assert_eq!(tool.role, zoo_core::Role::Tool);
+    release_tx.send(()).unwrap();
+
+    // The next chat works on the same context (its KV cache included).
+    let r = agent
+        .chat(
+            "Say hello.",
+            ChatOptions::new().tool_choice(ToolChoice::None),
+        )
+        .wait()
+        .unwrap();
+    assert!(matches!(
+        r.stop_reason,
+        StopReason::Stop | StopReason::Length
+    ));
+    assert!(!r.text.is_empty());
+}
