@@ -276,7 +276,7 @@ impl Config {
             ("repeat_penalty", self.repeat_penalty),
         ];
         for (key, value) in floats {
-            CONFIG_KEYS.rule(key).check_f32(key, value)?;
+            CONFIG_KEYS.rule(key)?.check_f32(key, value)?;
         }
         let Json::Object(object) = serde_json::to_value(self)? else {
             return Err(Error::Internal(
@@ -285,7 +285,7 @@ impl Config {
         };
         for (key, value) in &object {
             if !floats.iter().any(|(float, _)| float == key) {
-                CONFIG_KEYS.rule(key).check(key, Given::Json(value))?;
+                CONFIG_KEYS.rule(key)?.check(key, Given::Json(value))?;
             }
         }
         Ok(())
@@ -419,10 +419,12 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// The rule of a known key (a key the settings' own type serializes).
-    pub(crate) fn rule(&self, key: &str) -> &Rule {
-        self.find(key)
-            .unwrap_or_else(|| panic!("`{key}` has no rule in the {} settings", self.name))
+    /// The rule of a key the settings' own type serializes (a key without
+    /// one is a bug, which `rules_read_as_written` catches).
+    pub(crate) fn rule(&self, key: &str) -> Result<&Rule> {
+        self.find(key).ok_or_else(|| {
+            Error::Internal(format!("`{key}` has no rule in the {} settings", self.name))
+        })
     }
 
     fn find(&self, key: &str) -> Option<&Rule> {
@@ -835,7 +837,7 @@ mod tests {
 
     #[test]
     fn rules_read_as_written() {
-        let rule = |key| CONFIG_KEYS.rule(key).expected();
+        let rule = |key| CONFIG_KEYS.rule(key).unwrap().expected();
         assert_eq!(
             rule("context_size"),
             "0 (the model's trained context) or a whole number from 64 to 4294967295"

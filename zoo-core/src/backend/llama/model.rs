@@ -97,7 +97,7 @@ impl ModelParams {
     /// Checks every value: `gpu_layers` is -1 (all) or more.
     pub fn validate(&self) -> Result<()> {
         MODEL_PARAMS_KEYS
-            .rule("gpu_layers")
+            .rule("gpu_layers")?
             .check("gpu_layers", Given::Json(&Json::from(self.gpu_layers)))
     }
 }
