@@ -1,0 +1,265 @@
+//! The Rust runner of the shared scenario suite: every JSON file in
+//! `tests/scenarios/` (format in `tests/scenarios/README.md`) runs here
+//! against `zoo_core::Agent` on the mock backend, as it runs in the C,
+//! Python and Node runners. Each failure names its scenario and step and
+//! shows what was expected beside what came back.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use zoo_core::{
+    Agent, ChatOptions, Config, Error, Message, MockBackend, MockReply, Tool, ToolChoice,
+};
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
+}
+
+/// Every scenario file, sorted by name.
+fn scenario_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("tests/scenarios exists")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Checks `got` against `want` as the README defines: objects as subsets,
+/// arrays element by element with equal length, `{"$type": ...}` by type,
+/// anything else by equality. Returns the first difference, with its path.
+fn matches(want: &Value, got: &Value, path: &str) -> Result<(), String> {
+    if let Some(kind) = want.as_object().and_then(|o| o.get("$type")) {
+        let ok = match kind.as_str() {
+            Some("number") => got.is_number(),
+            Some("string") => got.is_string(),
+            Some("boolean") => got.is_boolean(),
+            Some("object") => got.is_object(),
+            Some("array") => got.is_array(),
+            Some("any") => true,
+            _ => return Err(format!("{path}: unknown $type {kind}")),
+        };
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!("{path}: want a {kind}, got {got}"))
+        };
+    }
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (key, value) in w {
+                let Some(actual) = g.get(key) else {
+                    return Err(format!("{path}.{key}: missing (got {got})"));
+                };
+                matches(value, actual, &format!("{path}.{key}"))?;
+            }
+            Ok(())
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            if w.len() != g.len() {
+                return Err(format!(
+                    "{path}: want {} items, got {}: {got}",
+                    w.len(),
+                    g.len()
+                ));
+            }
+            for (i, (a, b)) in w.iter().zip(g).enumerate() {
+                matches(a, b, &format!("{path}.{i}"))?;
+            }
+            Ok(())
+        }
+        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => Ok(()),
+        _ if want == got => Ok(()),
+        _ => Err(format!("{path}: want {want}, got {got}")),
+    }
+}
+
+/// An expected event: a bare string is `{"type": string}`.
+fn event_pattern(want: &Value) -> Value {
+    match want {
+        Value::String(kind) => json!({ "type": kind }),
+        other => other.clone(),
+    }
+}
+
+fn check_error(want: Option<&Value>, error: &Error, at: &str) -> Result<(), String> {
+    let got = json!({"code": error.code().name(), "message": error.to_string()});
+    match want {
+        Some(want) => matches(want, &got, &format!("{at}.error")),
+        None => Err(format!("{at}: unexpected error {got}")),
+    }
+}
+
+/// The handler of a scenario tool, from its `behavior`.
+fn handler(behavior: &Value) -> impl Fn(Value) -> Result<Value, String> + Send + Sync + 'static {
+    let behavior = behavior.clone();
+    move |args: Value| {
+        if let Some(ms) = behavior.get("sleep_ms").and_then(Value::as_u64) {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        if let Some(message) = behavior.get("fail").and_then(Value::as_str) {
+            return Err(message.to_string());
+        }
+        if behavior.get("echo") == Some(&Value::Bool(true)) {
+            return Ok(args);
+        }
+        Ok(behavior.get("return").cloned().unwrap_or(Value::Null))
+    }
+}
+
+fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions, String> {
+    let sink = Arc::clone(events);
+    let mut options = ChatOptions::new().on_event(move |event| {
+        sink.lock()
+            .unwrap()
+            .push(serde_json::to_value(event).unwrap())
+    });
+    if let Some(o) = step.get("options") {
+        if let Some(choice) = o.get("tool_choice").and_then(Value::as_str) {
+            options = options.tool_choice(ToolChoice::parse(choice).map_err(|e| e.to_string())?);
+        }
+        if let Some(max) = o.get("max_tokens").and_then(Value::as_u64) {
+            options = options.max_tokens(max as u32);
+        }
+    }
+    Ok(options)
+}
+
+fn run_chat(agent: &Agent, step: &Value, at: &str) -> Result<(), String> {
+    let message = step["chat"]
+        .as_str()
+        .ok_or(format!("{at}: chat is not a string"))?;
+    let expect = step.get("expect").cloned().unwrap_or(json!({}));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let result = agent.chat(message, options(step, &events)?).wait();
+    match result {
+        Ok(response) => {
+            if expect.get("error").is_some() {
+                return Err(format!("{at}: want an error, got {}", response.to_json()));
+            }
+            if let Some(want) = expect.get("response") {
+                let got = serde_json::to_value(&response).unwrap();
+                matches(want, &got, &format!("{at}.response"))?;
+            }
+        }
+        Err(error) => check_error(expect.get("error"), &error, at)?,
+    }
+    if let Some(want) = expect.get("events").and_then(Value::as_array) {
+        let want = Value::Array(want.iter().map(event_pattern).collect());
+        let got = Value::Array(events.lock().unwrap().clone());
+        matches(&want, &got, &format!("{at}.events"))?;
+    }
+    Ok(())
+}
+
+fn run_scenario(scenario: &Value) -> Result<(), String> {
+    let config_json = scenario.get("config").cloned().unwrap_or(json!({}));
+    let config = Config::from_json(&config_json.to_string());
+    let mock = scenario.get("mock").cloned().unwrap_or(json!({}));
+    let replies: Vec<MockReply> = mock
+        .get("replies")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .map(|t| MockReply::text(t.as_str().expect("replies are strings")))
+                .collect()
+        })
+        .unwrap_or_default();
+    let backend = MockBackend::with_script(replies);
+    let delay = mock
+        .get("piece_delay_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    backend.set_piece_delay(Duration::from_millis(delay));
+    let created = config.and_then(|config| Agent::with_backend(backend, config));
+    let agent = match (created, scenario.get("create_error")) {
+        (Ok(_), Some(want)) => return Err(format!("create: want the error {want}, got an agent")),
+        (Err(error), want) => return check_error(want, &error, "create"),
+        (Ok(agent), None) => agent,
+    };
+    for tool in scenario
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let registered = Tool::new(
+            tool["name"].as_str().unwrap_or_default(),
+            tool.get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            tool.get("parameters")
+                .cloned()
+                .unwrap_or(json!({"type": "object"})),
+            handler(&tool["behavior"]),
+        )
+        .map_err(|e| format!("tool {}: {e}", tool["name"]))?;
+        agent.register_tool(registered);
+    }
+    for (i, step) in scenario
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let at = format!("steps.{i}");
+        if step.get("chat").is_some() {
+            run_chat(&agent, step, &at)?;
+        } else if let Some(messages) = step.get("set_history") {
+            let messages: Vec<Message> =
+                serde_json::from_value(messages.clone()).map_err(|e| format!("{at}: {e}"))?;
+            let expect = step.get("expect").and_then(|e| e.get("error"));
+            match agent.set_history(messages) {
+                Ok(()) if expect.is_some() => return Err(format!("{at}: want an error, got none")),
+                Ok(()) => {}
+                Err(error) => check_error(expect, &error, &at)?,
+            }
+        } else if step.get("clear_history").is_some() {
+            agent.clear_history().map_err(|e| format!("{at}: {e}"))?;
+        } else if let Some(want) = step.get("expect_history") {
+            let got = serde_json::to_value(agent.history()).unwrap();
+            matches(want, &got, &format!("{at}.history"))?;
+        } else {
+            return Err(format!("{at}: unknown step {step}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_scenario_passes() {
+    let files = scenario_files();
+    assert!(files.len() >= 25, "only {} scenarios", files.len());
+    let mut failures = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let scenario: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+        let name = scenario["name"].as_str().unwrap_or("?").to_string();
+        let stem = file.file_stem().unwrap().to_string_lossy();
+        assert_eq!(
+            name,
+            stem,
+            "{}: the name is the file's name",
+            file.display()
+        );
+        match run_scenario(&scenario) {
+            Ok(()) => println!("scenario {name}: ok"),
+            Err(diff) => {
+                println!("scenario {name}: FAILED: {diff}");
+                failures.push(format!("{name}: {diff}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
