@@ -5,11 +5,65 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use zoo_core::backend::{GenerateRequest, Generation};
+use zoo_core::tools::ToolCallFormat;
 use zoo_core::{
-    Agent, AgentState, ChatOptions, Config, ErrorCode, MockBackend, MockReply, StopReason, Tool,
+    Agent, AgentEvent, AgentState, Backend, CancelToken, ChatOptions, Config, ErrorCode, Message,
+    MockBackend, MockReply, StopReason, Tool,
 };
 
 use super::{agent_on, weather_tool};
+
+/// How long the calling thread has been ready to run but waited for a core
+/// (a busy machine), as Linux reports it; `None` where the kernel does not
+/// (no /proc/thread-self/schedstat). Read by the thread itself, so it is up
+/// to date: the count grows only while the thread is not running.
+fn waited_for_a_core() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = stat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
+/// The mock, adding up the inference thread's waits for a core inside it:
+/// AG-001 leaves the model's share out, as the engine's own timing does.
+struct ClockedBackend {
+    inner: MockBackend,
+    waited_inside: Arc<std::sync::Mutex<Duration>>,
+}
+
+impl ClockedBackend {
+    fn timed<T>(&mut self, call: impl FnOnce(&mut MockBackend) -> T) -> T {
+        let before = waited_for_a_core();
+        let out = call(&mut self.inner);
+        if let (Some(before), Some(after)) = (before, waited_for_a_core()) {
+            *self.waited_inside.lock().unwrap() += after - before;
+        }
+        out
+    }
+}
+
+impl Backend for ClockedBackend {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> zoo_core::Result<Generation> {
+        self.timed(|mock| mock.generate(request, on_piece, cancel))
+    }
+
+    fn count_tokens(&mut self, message: &Message) -> zoo_core::Result<u32> {
+        self.timed(|mock| mock.count_tokens(message))
+    }
+
+    fn context_size(&self) -> u32 {
+        self.inner.context_size()
+    }
+
+    fn tool_call_format(&self) -> ToolCallFormat {
+        self.inner.tool_call_format()
+    }
+}
 
 #[test]
 fn ag_001_engine_overhead_under_10ms_p99() {
@@ -18,41 +72,122 @@ fn ag_001_engine_overhead_under_10ms_p99() {
     // the turn to the response (`metrics.total_ms`), minus the time spent
     // inside the backend (`prompt_ms + generation_ms`). What remains is
     // everything Zoo-Keeper adds around the model: history bookkeeping,
-    // parsing, validation, the handler and injection. The mock's own work
-    // (it records and re-counts the whole history on every call) is the
-    // model's share, and wake-ups of the waiting test thread on a loaded
-    // machine do not count either. The history grows over the 300 chats, so
-    // the bound holds for a long conversation too. `cargo bench` has the
-    // precise figure for a fresh history; this guards the seed's bound.
+    // parsing, validation, the handler, the hand-offs to the tool thread and
+    // back, and injection. The history grows over the 300 chats, so the
+    // bound holds for a long conversation too. `cargo bench` has the precise
+    // figure for a fresh history; this guards the seed's bound.
+    //
+    // On a machine kept busy by other processes, that time also holds the
+    // time the agent's threads were ready to run but waited for a core: tens
+    // of milliseconds at the tail, which measure the machine, not the
+    // library. Linux reports that wait per thread, so it is taken out: the
+    // inference thread's outside the backend, from the turn's first event to
+    // its on_complete, and the tool thread's, from the end of one handler
+    // call to the start of the next (the hand-off of the call). On an idle
+    // machine those waits are zero and this is the plain wall-clock figure;
+    // sleeps, polls and slow hand-offs count either way. On a busy one the
+    // two threads can wait at the same time (the inference thread polls
+    // while the tool thread waits for a core), and such a wait is taken out
+    // twice: the check is looser there, never spurious. Measured with two
+    // to four `yes` beside it: p99 2-8 ms with the waits taken out, 27-63
+    // ms without. Where the kernel does not report the waits, the plain
+    // figure is checked.
     let _timing = super::timing_lock();
     let mock = MockBackend::new();
-    let agent = agent_on(&mock);
-    agent.register_tool(weather_tool());
-    let mut overheads = Vec::new();
-    for i in 0..300 {
+    let waited_inside = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    let backend = ClockedBackend {
+        inner: mock.clone(),
+        waited_inside: waited_inside.clone(),
+    };
+    let agent = Agent::with_backend(backend, Config::default()).unwrap();
+    // The tool thread's wait count at the start and at the end of each call.
+    let tool_waits = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tool_samples = tool_waits.clone();
+    agent.register_tool(
+        Tool::new(
+            "get_weather",
+            "Current weather for a city",
+            weather_tool().definition().parameters.clone(),
+            move |args| {
+                let start = waited_for_a_core();
+                let result = json!({"city": args["city"], "temperature": 21});
+                tool_samples
+                    .lock()
+                    .unwrap()
+                    .push((start, waited_for_a_core()));
+                Ok(result)
+            },
+        )
+        .unwrap(),
+    );
+    // The inference thread's wait count outside the backend, at the turn's
+    // first event and at its on_complete.
+    let outside_backend = {
+        let inside = waited_inside.clone();
+        move || waited_for_a_core().map(|w| w - *inside.lock().unwrap())
+    };
+    let inference_waits = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut engine_times = Vec::new();
+    for i in 0..301 {
         mock.push_replies([
             MockReply::tool_call("get_weather", json!({"city": "Paris"})),
             MockReply::text("It is 21 degrees in Paris."),
         ]);
-        let r = agent
-            .chat(format!("weather {i}"), ChatOptions::new())
-            .wait()
-            .unwrap();
+        let started = Arc::new(std::sync::Mutex::new(None));
+        let (at_start, at_end) = (outside_backend.clone(), outside_backend.clone());
+        let (start, samples) = (started.clone(), inference_waits.clone());
+        let options = ChatOptions::new()
+            .on_event(move |event| {
+                if matches!(event, AgentEvent::IterationStarted { iteration: 1 }) {
+                    *start.lock().unwrap() = Some(at_start());
+                }
+            })
+            .on_complete(move |_| {
+                let start = started.lock().unwrap().expect("the turn started");
+                samples.lock().unwrap().push(start.zip(at_end()));
+            });
+        let r = agent.chat(format!("weather {i}"), options).wait().unwrap();
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.metrics.iterations, 2);
         let m = r.metrics;
         let backend_ms = m.prompt_ms + m.generation_ms;
         assert!(backend_ms <= m.total_ms, "{m:?}");
-        overheads.push(Duration::from_secs_f64((m.total_ms - backend_ms) / 1e3));
+        engine_times.push(Duration::from_secs_f64((m.total_ms - backend_ms) / 1e3));
     }
+    // Closing joins the inference thread: every on_complete has run.
+    drop(agent);
+    let inference: Option<Vec<(Duration, Duration)>> =
+        inference_waits.lock().unwrap().iter().copied().collect();
+    let tool: Option<Vec<(Duration, Duration)>> = tool_waits
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(start, end)| start.zip(*end))
+        .collect();
+    // The first chat has no previous tool call: its hand-off is not known.
+    engine_times.remove(0);
+    let mut overheads = match inference.zip(tool) {
+        Some((inference, tool)) => {
+            assert_eq!((inference.len(), tool.len()), (301, 301));
+            let turn = inference[1..].iter().map(|(start, end)| *end - *start);
+            let hand_off = tool.windows(2).map(|w| w[1].0 - w[0].1);
+            engine_times
+                .iter()
+                .zip(turn.zip(hand_off))
+                .map(|(time, (a, b))| time.saturating_sub(a + b))
+                .collect()
+        }
+        None => engine_times.clone(),
+    };
     overheads.sort();
+    engine_times.sort();
     let p99 = overheads[overheads.len() * 99 / 100];
-    eprintln!("TMPMEASURE ag_001 p99 {p99:?} max {:?}", overheads[overheads.len() - 1]);
     assert!(
         p99 < Duration::from_millis(10),
-        "p99 {p99:?} (p50 {:?}, max {:?})",
+        "p99 {p99:?} (p50 {:?}, max {:?}; with the waits for a core: p99 {:?})",
         overheads[overheads.len() / 2],
-        overheads[overheads.len() - 1]
+        overheads[overheads.len() - 1],
+        engine_times[engine_times.len() * 99 / 100]
     );
 }
 
@@ -173,7 +308,6 @@ fn ag_007_dropping_mid_request_shuts_down_cleanly() {
     assert_eq!(agent.queue_depth(), 1);
     let started = Instant::now();
     drop(agent);
-    eprintln!("TMPMEASURE ag_007 drop {:?}", started.elapsed());
     // A drop that waited for the reply would take 100 s; a prompt one takes
     // a few milliseconds, and a second leaves room for a loaded machine.
     assert!(

@@ -240,7 +240,6 @@ fn ta_008_stop_aborts_inference_within_100ms() {
     agent.stop();
     let response = handle.wait().unwrap();
     let latency = stopped.elapsed();
-    eprintln!("TMPMEASURE ta_008 stop {latency:?}");
     assert!(
         latency < Duration::from_millis(100),
         "stop took {latency:?}"

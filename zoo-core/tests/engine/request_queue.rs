@@ -97,5 +97,7 @@ fn tq_005_depth_zero_when_empty_and_does_not_block() {
     let started = Instant::now();
     assert_eq!(queue.depth(), 0);
     assert!(queue.try_pop().is_none());
-    assert!(started.elapsed() < Duration::from_millis(50));
+    // Both take microseconds; a call that blocked would never return. The
+    // bound leaves room for a test thread descheduled on a loaded machine.
+    assert!(started.elapsed() < Duration::from_secs(1));
 }
