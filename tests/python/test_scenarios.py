@@ -1,0 +1,152 @@
+"""The Python runner of the shared scenario suite: every JSON file in
+tests/scenarios/ (format in its README) runs here against zoo_keeper.Agent
+on the mock, as it runs in the Rust, C and Node runners."""
+
+import dataclasses
+import json
+import time
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+import zoo_keeper as zk
+from conftest import ROOT
+
+SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.json"))
+
+CODES = {
+    "invalid_argument": 1, "invalid_config": 2, "invalid_json": 3, "model_load_failed": 4,
+    "invalid_message_sequence": 5, "context_overflow": 6, "inference_failed": 7, "cancelled": 8,
+    "tool_not_found": 9, "tool_validation_failed": 10, "tool_retries_exhausted": 11,
+    "tool_handler_failed": 12, "agent_not_running": 13, "mcp": 14, "io": 15, "internal": 16,
+}
+
+TYPES = {"number": (int, float), "string": str, "boolean": bool, "object": dict, "array": list}
+
+
+def matches(want: Any, got: Any, path: str) -> None:
+    """Subset matching as the README defines it; raises AssertionError with the path."""
+    if isinstance(want, dict) and "$type" in want:
+        kind = want["$type"]
+        if kind == "any":
+            return
+        ok = isinstance(got, TYPES[kind]) and not (kind == "number" and isinstance(got, bool))
+        assert ok, f"{path}: want a {kind}, got {got!r}"
+        return
+    if isinstance(want, dict):
+        assert isinstance(got, dict), f"{path}: want an object, got {got!r}"
+        for key, value in want.items():
+            assert key in got, f"{path}.{key}: missing (got {got!r})"
+            matches(value, got[key], f"{path}.{key}")
+        return
+    if isinstance(want, list):
+        assert isinstance(got, list), f"{path}: want an array, got {got!r}"
+        assert len(want) == len(got), f"{path}: want {len(want)} items, got {len(got)}: {got!r}"
+        for i, (a, b) in enumerate(zip(want, got)):
+            matches(a, b, f"{path}.{i}")
+        return
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        assert isinstance(got, (int, float)) and not isinstance(got, bool) and want == got, f"{path}: want {want!r}, got {got!r}"
+        return
+    assert type(want) is type(got) and want == got, f"{path}: want {want!r}, got {got!r}"
+
+
+def as_python(value: Any, fail_messages: List[str]) -> Any:
+    """A tool's `fail` message reaches the engine as Python words it
+    (`Exception: message`), so expected texts that quote it say so."""
+    if isinstance(value, str):
+        for message in fail_messages:
+            value = value.replace(message, f"Exception: {message}")
+        return value
+    if isinstance(value, dict):
+        return {k: as_python(v, fail_messages) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_python(v, fail_messages) for v in value]
+    return value
+
+
+def check_error(want: Optional[Dict[str, Any]], error: Exception, at: str) -> None:
+    assert want is not None, f"{at}: unexpected error {type(error).__name__}: {error}"
+    assert isinstance(error, zk.ZooError), f"{at}: {error!r} is not a ZooError"
+    code = CODES[want["code"]]
+    assert type(error).code == code and error.code == code, f"{at}: want {want['code']} ({code}), got {type(error).__name__} ({error.code}): {error}"
+    if "message" in want:
+        assert str(error) == want["message"], f"{at}.message: want {want['message']!r}, got {str(error)!r}"
+
+
+def handler(behavior: Dict[str, Any]) -> Any:
+    def run(**arguments: Any) -> Any:
+        if "sleep_ms" in behavior:
+            time.sleep(behavior["sleep_ms"] / 1000)
+        if "fail" in behavior:
+            raise Exception(behavior["fail"])
+        if behavior.get("echo"):
+            return arguments
+        return behavior.get("return")
+
+    return run
+
+
+def event_pattern(want: Any) -> Any:
+    return {"type": want} if isinstance(want, str) else want
+
+
+def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str) -> None:
+    expect = step.get("expect", {})
+    events: List[Dict[str, Any]] = []
+    options = dict(step.get("options", {}))
+    try:
+        response = agent.chat(step["chat"], on_event=lambda e: events.append({"type": e.type, **e.data}), **options)
+    except zk.ZooError as error:
+        check_error(expect.get("error"), error, at)
+    else:
+        assert "error" not in expect, f"{at}: want an error, got {response!r}"
+        if "response" in expect:
+            matches(expect["response"], dataclasses.asdict(response), f"{at}.response")
+    if "events" in expect:
+        matches([event_pattern(e) for e in expect["events"]], events, f"{at}.events")
+
+
+def run_scenario(scenario: Dict[str, Any]) -> None:
+    mock = scenario.get("mock", {})
+    config = scenario.get("config", {})
+    try:
+        agent = zk.Agent(_mock_replies=mock.get("replies", []), _mock_delay_ms=mock.get("piece_delay_ms", 0), **config)
+    except zk.ZooError as error:
+        check_error(scenario.get("create_error"), error, "create")
+        return
+    assert "create_error" not in scenario, f"create: want the error {scenario['create_error']}, got an agent"
+    with agent:
+        for tool in scenario.get("tools", []):
+            agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(tool["behavior"]))
+        for i, step in enumerate(scenario.get("steps", [])):
+            at = f"steps.{i}"
+            if "chat" in step:
+                run_chat(agent, step, at)
+            elif "set_history" in step:
+                want = step.get("expect", {}).get("error")
+                try:
+                    agent.history = step["set_history"]
+                except zk.ZooError as error:
+                    check_error(want, error, at)
+                else:
+                    assert want is None, f"{at}: want an error, got none"
+            elif "clear_history" in step:
+                agent.clear_history()
+            elif "expect_history" in step:
+                matches(step["expect_history"], agent.history, f"{at}.history")
+            else:
+                pytest.fail(f"{at}: unknown step {step}")
+
+
+def test_the_suite_is_there() -> None:
+    assert len(SCENARIOS) >= 25
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario(path: Any) -> None:
+    scenario = json.loads(path.read_text())
+    assert scenario["name"] == path.stem
+    fails = [t["behavior"]["fail"] for t in scenario.get("tools", []) if "fail" in t["behavior"]]
+    scenario["steps"] = as_python(scenario.get("steps", []), fails)
+    run_scenario(scenario)
