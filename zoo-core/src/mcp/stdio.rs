@@ -36,6 +36,8 @@ const STDERR_LINE_BYTES: usize = 1024;
 /// its end (it does at once when the process exits, unless a child of it
 /// holds stderr open), so the report can say what it printed last.
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
+/// The largest line buffer kept between two stdout lines.
+const KEEP_LINE_BUFFER: usize = 1024 * 1024;
 /// Once stderr has ended, how long the process may take to become
 /// waitable: the kernel closes its files just before it marks it exited.
 const EXIT_STATUS_WAIT: Duration = Duration::from_secs(2);
@@ -382,6 +384,10 @@ fn read_stdout(watch: &Watch, stdout: impl Read, max_line: usize) {
     let mut reader = BufReader::new(stdout);
     let mut buf = Vec::new();
     let ended = loop {
+        // One big message must not keep its buffer for the server's life.
+        if buf.capacity() > KEEP_LINE_BUFFER {
+            buf = Vec::new();
+        }
         match read_line(&mut reader, &mut buf, max_line) {
             Ok(Line::Eof) => break "closed its stdout".to_string(),
             Err(e) => break format!("could not be read from ({e})"),
