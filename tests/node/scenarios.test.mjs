@@ -1,0 +1,165 @@
+// The Node runner of the shared scenario suite: every JSON file in
+// tests/scenarios/ (format in its README) runs here against Agent on the
+// mock, as it runs in the Rust, C and Python runners. Node speaks
+// camelCase, so the scenario's snake_case keys are converted first.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync, readdirSync } from 'node:fs'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { ROOT, zk } from './helpers.mjs'
+
+const { ZooError } = zk
+const DIR = path.join(ROOT, 'tests', 'scenarios')
+const FILES = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort()
+
+const CODES = {
+  invalid_argument: 1, invalid_config: 2, invalid_json: 3, model_load_failed: 4,
+  invalid_message_sequence: 5, context_overflow: 6, inference_failed: 7, cancelled: 8,
+  tool_not_found: 9, tool_validation_failed: 10, tool_retries_exhausted: 11,
+  tool_handler_failed: 12, agent_not_running: 13, mcp: 14, io: 15, internal: 16,
+}
+
+const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
+
+/** Keys to camelCase, except inside tool arguments and results (the tools' own data). */
+function camelize(value) {
+  if (Array.isArray(value)) return value.map(camelize)
+  if (value === null || typeof value !== 'object') return value
+  const out = {}
+  for (const [key, item] of Object.entries(value)) {
+    out[camel(key)] = key === 'arguments' || key === 'result' ? item : camelize(item)
+  }
+  return out
+}
+
+/** Subset matching as the README defines it; throws with the path of the first difference. */
+function matches(want, got, at) {
+  if (want !== null && typeof want === 'object' && !Array.isArray(want) && '$type' in want) {
+    const kind = want.$type
+    const ok = {
+      number: typeof got === 'number',
+      string: typeof got === 'string',
+      boolean: typeof got === 'boolean',
+      object: got !== null && typeof got === 'object' && !Array.isArray(got),
+      array: Array.isArray(got),
+      any: true,
+    }[kind]
+    assert.ok(ok, `${at}: want a ${kind}, got ${JSON.stringify(got)}`)
+    return
+  }
+  if (Array.isArray(want)) {
+    assert.ok(Array.isArray(got), `${at}: want an array, got ${JSON.stringify(got)}`)
+    assert.equal(got.length, want.length, `${at}: want ${want.length} items, got ${got.length}: ${JSON.stringify(got)}`)
+    want.forEach((item, i) => matches(item, got[i], `${at}.${i}`))
+    return
+  }
+  if (want !== null && typeof want === 'object') {
+    assert.ok(got !== null && typeof got === 'object', `${at}: want an object, got ${JSON.stringify(got)}`)
+    for (const [key, item] of Object.entries(want)) {
+      assert.ok(key in got, `${at}.${key}: missing (got ${JSON.stringify(got)})`)
+      matches(item, got[key], `${at}.${key}`)
+    }
+    return
+  }
+  assert.equal(got, want, `${at}: want ${JSON.stringify(want)}, got ${JSON.stringify(got)}`)
+}
+
+function checkError(want, error, at) {
+  assert.ok(want, `${at}: unexpected error ${error?.stack ?? error}`)
+  assert.ok(error instanceof ZooError, `${at}: ${error} is not a ZooError`)
+  assert.equal(error.code, CODES[want.code], `${at}: want ${want.code}, got ${error.codeName}: ${error.message}`)
+  assert.equal(error.codeName, want.code, `${at}: codeName`)
+  if ('message' in want) {
+    // Node names config keys in camelCase, as it takes them.
+    const message = want.code === 'invalid_config'
+      ? want.message.replace(/`([a-z]+(?:_[a-z0-9]+)+)`/g, (_, key) => `\`${camel(key)}\``)
+      : want.message
+    assert.equal(error.message, message, `${at}.message`)
+  }
+}
+
+function handler(behavior) {
+  return async (args) => {
+    if (behavior.sleep_ms !== undefined) await sleep(behavior.sleep_ms)
+    // A thrown string reaches the engine as it is.
+    if (behavior.fail !== undefined) throw behavior.fail
+    if (behavior.echo) return args
+    return behavior.return ?? null
+  }
+}
+
+const eventPattern = (want) => (typeof want === 'string' ? { type: want } : want)
+
+async function runChat(agent, step, at) {
+  const expect = step.expect ?? {}
+  const events = []
+  let response
+  let error
+  try {
+    response = await agent.chat(step.chat, { ...camelize(step.options ?? {}), onEvent: (e) => events.push(e) })
+  } catch (e) {
+    error = e
+  }
+  if (error) checkError(expect.error, error, at)
+  else {
+    assert.ok(!expect.error, `${at}: want an error, got ${JSON.stringify(response)}`)
+    if (expect.response) matches(camelize(expect.response), response, `${at}.response`)
+  }
+  if (expect.events) matches(camelize(expect.events.map(eventPattern)), events, `${at}.events`)
+}
+
+async function runScenario(scenario) {
+  const mock = scenario.mock ?? {}
+  let agent
+  try {
+    agent = await zk.Agent.create({
+      _mockReplies: mock.replies ?? [],
+      _mockDelayMs: mock.piece_delay_ms ?? 0,
+      ...camelize(scenario.config ?? {}),
+    })
+  } catch (error) {
+    checkError(scenario.create_error, error, 'create')
+    return
+  }
+  try {
+    assert.ok(!scenario.create_error, `create: want the error ${JSON.stringify(scenario.create_error)}, got an agent`)
+    for (const tool of scenario.tools ?? []) {
+      agent.registerTool(
+        { name: tool.name, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object' } },
+        handler(tool.behavior),
+      )
+    }
+    for (const [i, step] of (scenario.steps ?? []).entries()) {
+      const at = `steps.${i}`
+      if ('chat' in step) await runChat(agent, step, at)
+      else if ('set_history' in step) {
+        const want = step.expect?.error
+        let error
+        try {
+          await agent.setHistory(camelize(step.set_history))
+        } catch (e) {
+          error = e
+        }
+        if (error) checkError(want, error, at)
+        else assert.ok(!want, `${at}: want an error, got none`)
+      } else if ('clear_history' in step) await agent.clearHistory()
+      else if ('expect_history' in step) matches(camelize(step.expect_history), agent.history(), `${at}.history`)
+      else assert.fail(`${at}: unknown step ${JSON.stringify(step)}`)
+    }
+  } finally {
+    await agent.close()
+  }
+}
+
+test('the suite is there', () => {
+  assert.ok(FILES.length >= 25, `only ${FILES.length} scenarios`)
+})
+
+for (const file of FILES) {
+  const scenario = JSON.parse(readFileSync(path.join(DIR, file), 'utf8'))
+  test(scenario.name, async () => {
+    assert.equal(scenario.name, path.basename(file, '.json'))
+    await runScenario(scenario)
+  })
+}
