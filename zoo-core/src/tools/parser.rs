@@ -579,14 +579,16 @@ enum Expect {
 /// it passes, not only the first. Later questions about those brackets are
 /// answered from the record, and serde_json is run only on values known to
 /// be valid (which the scanner then skips whole) and on the few invalid ones
-/// whose error message is shown. A new walk starts only at a bracket that no
-/// earlier walk passed outside a string, i.e. one inside a string of every
-/// earlier walk still going on there; two walks going on at once disagree on
-/// which bytes are inside strings (a quote opens a string for one and closes
-/// one for the other, and a backslash outside a string ends a walk), so at
-/// most two walks ever cover a byte. Values starting otherwise (a string, a
-/// number, a word) are read by serde_json directly; they follow markers and
-/// fences only, which are read once each.
+/// whose error message is shown. A walk that meets a bracket already known
+/// jumps over its value (or stops, if it is invalid), so a new walk only
+/// covers brackets no earlier walk passed outside a string: ones inside a
+/// string of every earlier walk going on there. Two walks going on at once
+/// disagree on which bytes are inside strings (a quote opens a string for
+/// one and closes one for the other, and a backslash outside a string ends a
+/// walk), so at most two walks ever cover a byte, in whatever order values
+/// are asked for. Values starting otherwise (a string, a number, a word) are
+/// read by serde_json directly; they follow markers and fences only, which
+/// are read once each.
 ///
 /// The outcome of a bracket does not depend on where the walk that met it
 /// began, since serde_json reads a value from its own first byte. The walk
@@ -601,6 +603,9 @@ struct Json<'t> {
     /// [`INVALID`] or its end). Filled lazily: the zeroed allocation costs
     /// nothing for pages never written, i.e. text without brackets.
     known: Vec<u32>,
+    /// The nesting depth of each valid value in `known` (at most
+    /// [`MAX_NESTING`]), which a walk that jumps over it must count.
+    heights: Vec<u8>,
     /// The walk's stack, kept to save an allocation per walk.
     open: Vec<Frame>,
     /// False in tests that compare with asking serde_json every time, and for
@@ -615,6 +620,7 @@ impl<'t> Json<'t> {
         Json {
             text,
             known: Vec::new(),
+            heights: Vec::new(),
             open: Vec::new(),
             skim,
         }
@@ -628,15 +634,19 @@ impl<'t> Json<'t> {
         }
     }
 
-    fn learn(&mut self, at: usize, outcome: Bracketed) {
+    /// Records `outcome` for the value at `at`; `height` is its nesting
+    /// depth when it is valid.
+    fn learn(&mut self, at: usize, outcome: Bracketed, height: u32) {
         if self.known.is_empty() {
             self.known = vec![UNKNOWN; self.text.len()];
+            self.heights = vec![0; self.text.len()];
         }
         self.known[at] = match outcome {
             // Fits: `skim` is only set for text shorter than INVALID.
             Bracketed::Valid { end } => end as u32,
             Bracketed::Invalid => INVALID,
         };
+        self.heights[at] = u8::try_from(height).unwrap_or(u8::MAX);
     }
 
     /// The JSON value after whitespace at `pos` and the offset of its end,
@@ -660,7 +670,7 @@ impl<'t> Json<'t> {
             Bracketed::Valid { end } => match serde_json::from_str(&self.text[pos..end]) {
                 Ok(value) => Ok((value, end)),
                 Err(error) => {
-                    self.learn(start, Bracketed::Invalid);
+                    self.learn(start, Bracketed::Invalid, 0);
                     Err(JsonError::Serde(error.to_string()))
                 }
             },
@@ -683,6 +693,9 @@ impl<'t> Json<'t> {
     /// Walks the value at `start` (a `{` or `[`), records the outcome of
     /// every bracket passed outside strings, and returns that of `start`.
     fn skim(&mut self, start: usize) -> Bracketed {
+        if let Some(known) = self.known(start) {
+            return known;
+        }
         let text = self.text;
         let bytes = text.as_bytes();
         let mut open = std::mem::take(&mut self.open);
@@ -710,7 +723,7 @@ impl<'t> Json<'t> {
                 } else {
                     Bracketed::Invalid
                 };
-                self.learn(frame.open, outcome);
+                self.learn(frame.open, outcome, height);
                 match open.last_mut() {
                     Some(parent) => parent.height = parent.height.max(height),
                     None => break Some(outcome),
@@ -744,6 +757,34 @@ impl<'t> Json<'t> {
                     }
                     None => break None,
                 },
+                (Expect::Value | Expect::FirstItem, b'{' | b'[') if !open.is_empty() => {
+                    match self.known(i) {
+                        // An earlier walk read this value: jump over it.
+                        Some(Bracketed::Valid { end }) => {
+                            let height = u32::from(self.heights[i]);
+                            if let Some(parent) = open.last_mut() {
+                                parent.height = parent.height.max(height);
+                            }
+                            i = end;
+                            Expect::AfterItem
+                        }
+                        // What holds an invalid value is invalid.
+                        Some(Bracketed::Invalid) => break None,
+                        None => {
+                            open.push(Frame {
+                                open: i,
+                                object: byte == b'{',
+                                height: 0,
+                            });
+                            i += 1;
+                            if byte == b'{' {
+                                Expect::FirstKey
+                            } else {
+                                Expect::FirstItem
+                            }
+                        }
+                    }
+                }
                 (Expect::Value | Expect::FirstItem, b'{' | b'[') => {
                     open.push(Frame {
                         open: i,
@@ -770,7 +811,7 @@ impl<'t> Json<'t> {
         // Unless it closed, the text ended or was not JSON where `i` is:
         // every value still open is invalid, whatever came before.
         for frame in open.drain(..) {
-            self.learn(frame.open, Bracketed::Invalid);
+            self.learn(frame.open, Bracketed::Invalid, 0);
         }
         self.open = open;
         outcome.unwrap_or(Bracketed::Invalid)
