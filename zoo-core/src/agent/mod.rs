@@ -232,7 +232,7 @@ impl Agent {
         name: &str,
         transport: impl Into<McpTransport>,
     ) -> Result<McpServerInfo> {
-        self.mcp.add(&self.shared, name, transport.into())
+        self.mcp.add(&self.shared.tools, name, transport.into())
     }
 
     /// Closes an MCP server and unregisters its tools; returns whether it

@@ -55,7 +55,8 @@ impl Job {
 pub(crate) struct Shared {
     pub config: Config,
     pub queue: RequestQueue<Job>,
-    pub tools: ToolRegistry,
+    /// Shared with MCP federation, which registers and withdraws tools.
+    pub tools: Arc<ToolRegistry>,
     pub status: Mutex<Status>,
     pub history: Mutex<Vec<Message>>,
     /// The inference thread and the tool thread: where callbacks and tool
@@ -75,7 +76,7 @@ impl Shared {
         Shared {
             config,
             queue: RequestQueue::new(),
-            tools: ToolRegistry::new(),
+            tools: Arc::new(ToolRegistry::new()),
             status: Mutex::new(Status {
                 state: AgentState::Loading,
                 current: None,

@@ -14,7 +14,6 @@ use serde_json::Value;
 
 use super::session::{McpClient, McpTool};
 use super::transport_config::McpTransport;
-use crate::engine::worker::Shared;
 use crate::error::{Error, Result};
 use crate::tools::registry::{is_valid_tool_name, Tool, ToolRegistry};
 
@@ -92,10 +91,10 @@ pub(crate) struct McpServers {
 }
 
 impl McpServers {
-    /// Connects to the server and registers its tools in `shared`'s registry.
+    /// Connects to the server and registers its tools in `registry`.
     pub(crate) fn add(
         &self,
-        shared: &Arc<Shared>,
+        registry: &Arc<ToolRegistry>,
         name: &str,
         transport: McpTransport,
     ) -> Result<McpServerInfo> {
@@ -120,17 +119,18 @@ impl McpServers {
         // is applied after this first listing, never before it.
         let mut tools = server.state.lock();
         let weak_server = Arc::downgrade(&server);
-        let weak_shared = Arc::downgrade(shared);
+        let weak_registry = Arc::downgrade(registry);
         server.client.on_tools_changed(move || {
-            refresh_in_background(weak_server.clone(), weak_shared.clone())
+            refresh_in_background(weak_server.clone(), weak_registry.clone())
         });
-        let (weak_server, weak_shared) = (Arc::downgrade(&server), Arc::downgrade(shared));
+        let (weak_server, weak_registry) = (Arc::downgrade(&server), Arc::downgrade(registry));
         server.client.on_lost(move |reason| {
-            if let (Some(server), Some(shared)) = (weak_server.upgrade(), weak_shared.upgrade()) {
-                server.withdraw(&shared.tools, reason);
+            if let (Some(server), Some(registry)) = (weak_server.upgrade(), weak_registry.upgrade())
+            {
+                server.withdraw(&registry, reason);
             }
         });
-        let synced = sync_tools(&server, &shared.tools, &mut tools).and_then(|()| {
+        let synced = sync_tools(&server, registry, &mut tools).and_then(|()| {
             // A server that died while it was listed is no server to add.
             match server.client.lost_reason() {
                 Some(reason) => Err(Error::mcp(name, reason)),
@@ -139,7 +139,7 @@ impl McpServers {
         });
         if let Err(e) = synced {
             drop(tools);
-            server.remove(&shared.tools);
+            server.remove(registry);
             return Err(e);
         }
         let info = server.info(&tools);
@@ -148,7 +148,7 @@ impl McpServers {
         if servers.contains_key(name) {
             // Added by another thread while this one connected.
             drop(servers);
-            server.remove(&shared.tools);
+            server.remove(registry);
             return Err(already_added(name));
         }
         servers.insert(name.to_string(), server);
@@ -238,18 +238,18 @@ fn already_added(name: &str) -> Error {
 
 /// Re-lists the tools on a thread of its own: the notification arrives on
 /// the transport's reader, which must stay free to read the answer.
-fn refresh_in_background(server: Weak<Federated>, shared: Weak<Shared>) {
+fn refresh_in_background(server: Weak<Federated>, registry: Weak<ToolRegistry>) {
     let spawned = std::thread::Builder::new()
         .name("zoo-mcp-refresh".into())
         .spawn(move || {
-            let (Some(server), Some(shared)) = (server.upgrade(), shared.upgrade()) else {
+            let (Some(server), Some(registry)) = (server.upgrade(), registry.upgrade()) else {
                 return;
             };
             let mut tools = server.state.lock();
             if server.removed.load(Ordering::SeqCst) {
                 return;
             }
-            match sync_tools(&server, &shared.tools, &mut tools) {
+            match sync_tools(&server, &registry, &mut tools) {
                 Ok(()) => tracing::info!(
                     target: "zoo_core::mcp",
                     server = %server.name,
