@@ -48,6 +48,8 @@
     X(hostile_huge_max_tokens, 10)           \
     X(hostile_restored_history, 10)          \
     X(hostile_call_ids_after_restore, 10)    \
+    /* test_scenarios.c */                   \
+    X(scenarios, 60)                         \
     /* test_mcp.c */                         \
     X(mcp_errors, 60)                        \
     X(mcp_fake_server_in_a_chat, 60)         \

@@ -1,0 +1,497 @@
+/*
+ * test_scenarios.c: the C runner of the shared scenario suite. Every JSON
+ * file in tests/scenarios/ (format in its README) runs here against libzoo
+ * on the mock, as it runs in the Rust, Python and Node runners. Each
+ * failure is noted with the scenario's name, the step and the path of the
+ * first difference.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "json_mini.h"
+
+#ifndef ZOO_REPO_ROOT
+#error "ZOO_REPO_ROOT must name the repository (tests/c/Makefile defines it)"
+#endif
+#define SCENARIO_DIR ZOO_REPO_ROOT "/tests/scenarios"
+
+/* A JSON value: its text at [p, end). */
+typedef struct {
+    const char *p, *end;
+} jv;
+
+static bool jv_ok(jv v) { return v.p != NULL; }
+
+static jv jv_of(const char *text) {
+    jv v = {NULL, NULL};
+    if (!text) return v;
+    const char *end = text + strlen(text);
+    const char *p = jm_ws(text, end);
+    const char *e = jm_skip(p, end, 0);
+    if (e && jm_ws(e, end) == end) {
+        v.p = p;
+        v.end = e;
+    }
+    return v;
+}
+
+static jv jv_get(jv object, const char *key) {
+    jv v = {NULL, NULL};
+    if (!jv_ok(object)) return v;
+    v.p = jm_member(object.p, object.end, key, strlen(key), &v.end);
+    if (!v.p) v.end = NULL;
+    return v;
+}
+
+static jv jv_at(jv array, size_t i) {
+    jv v = {NULL, NULL};
+    if (!jv_ok(array)) return v;
+    v.p = jm_element(array.p, array.end, i, &v.end);
+    if (!v.p) v.end = NULL;
+    return v;
+}
+
+static long jv_len(jv array) {
+    if (!jv_ok(array) || *array.p != '[') return -1;
+    long n = 0;
+    while (jv_ok(jv_at(array, (size_t)n))) n++;
+    return n;
+}
+
+static char jv_kind(jv v) { return jv_ok(v) ? *v.p : 0; }
+
+/* The value's text, NUL-terminated and malloc'd. */
+static char *jv_text(jv v) {
+    size_t n = (size_t)(v.end - v.p);
+    char *out = malloc(n + 1);
+    memcpy(out, v.p, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* A string value decoded (malloc'd), or NULL if v is not a string. */
+static char *jv_str(jv v) { return jv_kind(v) == '"' ? jm_decode(v.p, (size_t)(v.end - v.p)) : NULL; }
+
+static double jv_num(jv v) {
+    char *text = jv_text(v);
+    double d = strtod(text, NULL);
+    free(text);
+    return d;
+}
+
+static bool jv_is_number(jv v) { return jv_kind(v) == '-' || (jv_kind(v) >= '0' && jv_kind(v) <= '9'); }
+
+/* Calls fn for each member of an object; stops at the first false. */
+static bool jv_each(jv object, bool (*fn)(void *ctx, const char *key, jv value), void *ctx) {
+    const char *p = jm_ws(object.p + 1, object.end);
+    while (p < object.end && *p == '"') {
+        const char *key_end = jm_scan_string(p, object.end, NULL, NULL);
+        char *key = jm_decode(p, (size_t)(key_end - p));
+        p = jm_ws(key_end, object.end);
+        p = jm_ws(p + 1, object.end); /* ':' */
+        jv value = {p, jm_skip(p, object.end, 1)};
+        bool go = fn(ctx, key, value);
+        free(key);
+        if (!go) return false;
+        p = jm_ws(value.end, object.end);
+        if (p < object.end && *p == ',') p = jm_ws(p + 1, object.end);
+    }
+    return true;
+}
+
+/* ---- subset matching (README: Matching) ---- */
+
+static bool matches(jv want, jv got, const char *path);
+
+typedef struct {
+    jv got;
+    const char *path;
+} member_ctx;
+
+static bool match_member(void *ctx, const char *key, jv want) {
+    member_ctx *m = ctx;
+    char path[512];
+    snprintf(path, sizeof path, "%s.%s", m->path, key);
+    jv got = jv_get(m->got, key);
+    if (!jv_ok(got)) {
+        char *text = jv_text(m->got);
+        th_note("%s: missing (got %s)", path, text);
+        free(text);
+        return false;
+    }
+    return matches(want, got, path);
+}
+
+static bool type_matches(const char *kind, jv got) {
+    char c = jv_kind(got);
+    if (strcmp(kind, "number") == 0) return jv_is_number(got);
+    if (strcmp(kind, "string") == 0) return c == '"';
+    if (strcmp(kind, "boolean") == 0) return c == 't' || c == 'f';
+    if (strcmp(kind, "object") == 0) return c == '{';
+    if (strcmp(kind, "array") == 0) return c == '[';
+    return strcmp(kind, "any") == 0;
+}
+
+static bool matches(jv want, jv got, const char *path) {
+    bool same;
+    char kind = jv_kind(want);
+    jv type = kind == '{' ? jv_get(want, "$type") : (jv){NULL, NULL};
+    if (jv_ok(type)) {
+        char *name = jv_str(type);
+        same = name && type_matches(name, got);
+        if (!same) {
+            char *text = jv_text(got);
+            th_note("%s: want a %s, got %s", path, name ? name : "?", text);
+            free(text);
+        }
+        free(name);
+        return same;
+    }
+    if (kind == '{' && jv_kind(got) == '{') {
+        member_ctx ctx = {got, path};
+        return jv_each(want, match_member, &ctx);
+    }
+    if (kind == '[' && jv_kind(got) == '[') {
+        long n = jv_len(want), m = jv_len(got);
+        if (n != m) {
+            char *text = jv_text(got);
+            th_note("%s: want %ld items, got %ld: %s", path, n, m, text);
+            free(text);
+            return false;
+        }
+        for (long i = 0; i < n; i++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s.%ld", path, i);
+            if (!matches(jv_at(want, (size_t)i), jv_at(got, (size_t)i), sub)) return false;
+        }
+        return true;
+    }
+    if (kind == '"' && jv_kind(got) == '"') {
+        char *a = jv_str(want), *b = jv_str(got);
+        same = a && b && strcmp(a, b) == 0;
+        free(a);
+        free(b);
+    } else if (jv_is_number(want) && jv_is_number(got)) {
+        same = jv_num(want) == jv_num(got);
+    } else {
+        same = kind != '{' && kind != '[' && (want.end - want.p) == (got.end - got.p) &&
+               memcmp(want.p, got.p, (size_t)(want.end - want.p)) == 0;
+    }
+    if (!same) {
+        char *w = jv_text(want), *g = jv_text(got);
+        th_note("%s: want %s, got %s", path, w, g);
+        free(w);
+        free(g);
+    }
+    return same;
+}
+
+/* Matches with the expectation given as text. */
+static bool matches_text(jv want, const char *got, const char *path) {
+    jv g = jv_of(got);
+    if (!jv_ok(g)) {
+        th_note("%s: not JSON: %s", path, got);
+        return false;
+    }
+    return matches(want, g, path);
+}
+
+/* ---- errors ---- */
+
+static const char *const CODE_NAMES[] = {
+    "ok", "invalid_argument", "invalid_config", "invalid_json", "model_load_failed",
+    "invalid_message_sequence", "context_overflow", "inference_failed", "cancelled",
+    "tool_not_found", "tool_validation_failed", "tool_retries_exhausted",
+    "tool_handler_failed", "agent_not_running", "mcp", "io", "internal",
+};
+
+/* Whether a call that returned `status` with message `error` meets the
+ * expectation `want` (absent: the call had to succeed). */
+static bool check_outcome(jv want, zoo_status status, const char *error, const char *at) {
+    int n = (int)(sizeof CODE_NAMES / sizeof CODE_NAMES[0]);
+    const char *got = (int)status >= 0 && (int)status < n ? CODE_NAMES[status] : "unknown";
+    if (!jv_ok(want)) {
+        if (status == ZOO_OK) return true;
+        th_note("%s: unexpected error %s (%s): %s", at, got, zoo_status_str((int32_t)status),
+                error ? error : "");
+        return false;
+    }
+    if (status == ZOO_OK) {
+        th_note("%s: want an error, got none", at);
+        return false;
+    }
+    char *code = jv_str(jv_get(want, "code"));
+    bool ok = code && strcmp(code, got) == 0;
+    if (!ok) th_note("%s.error.code: want %s, got %s: %s", at, code ? code : "?", got, error ? error : "");
+    free(code);
+    jv message = jv_get(want, "message");
+    if (ok && jv_ok(message)) {
+        char *text = jv_str(message);
+        ok = text && error && strcmp(text, error) == 0;
+        if (!ok) th_note("%s.error.message: want \"%s\", got \"%s\"", at, text ? text : "?", error ? error : "");
+        free(text);
+    }
+    return ok;
+}
+
+/* ---- tools ---- */
+
+typedef struct {
+    long sleep_ms;
+    bool echo;
+    char *fail;   /* decoded message, or NULL */
+    char *result; /* JSON text to return */
+} behavior;
+
+static void free_behavior(void *user_data) {
+    behavior *b = user_data;
+    free(b->fail);
+    free(b->result);
+    free(b);
+}
+
+static void run_tool(void *user_data, const char *args, size_t len, zoo_tool_result *result) {
+    (void)len;
+    behavior *b = user_data;
+    if (b->sleep_ms > 0) {
+        struct timespec ts = {b->sleep_ms / 1000, (b->sleep_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (b->fail) zoo_tool_result_set_error(result, b->fail, NULL);
+    else if (b->echo) zoo_tool_result_set_json(result, args, NULL);
+    else zoo_tool_result_set_json(result, b->result ? b->result : "null", NULL);
+}
+
+static bool register_tool(zoo_agent *agent, jv tool) {
+    jv how = jv_get(tool, "behavior");
+    behavior *b = calloc(1, sizeof *b);
+    jv sleep = jv_get(how, "sleep_ms");
+    if (jv_ok(sleep)) b->sleep_ms = (long)jv_num(sleep);
+    b->echo = jv_kind(jv_get(how, "echo")) == 't';
+    b->fail = jv_str(jv_get(how, "fail"));
+    jv ret = jv_get(how, "return");
+    if (jv_ok(ret)) b->result = jv_text(ret);
+    char *name = jv_str(jv_get(tool, "name"));
+    char *description = jv_str(jv_get(tool, "description"));
+    jv params = jv_get(tool, "parameters");
+    char *schema = jv_ok(params) ? jv_text(params) : NULL;
+    char *err = NULL;
+    bool ok = CHECK_STATUS(zoo_agent_register_tool(agent, name, description ? description : "",
+                                                   schema ? schema : "{\"type\":\"object\"}", run_tool, b,
+                                                   free_behavior, &err),
+                           ZOO_OK, err);
+    th_free_string(&err);
+    free(name);
+    free(description);
+    free(schema);
+    return ok;
+}
+
+/* ---- steps ---- */
+
+/* The events of one chat, collected as a JSON array. */
+typedef struct {
+    char *json;
+    size_t len, cap;
+} event_log;
+
+static void on_event(void *user_data, const char *event, size_t len) {
+    event_log *log = user_data;
+    if (log->len + len + 3 > log->cap) {
+        log->cap = (log->len + len + 3) * 2;
+        log->json = realloc(log->json, log->cap);
+    }
+    log->json[log->len] = log->len == 0 ? '[' : ',';
+    log->len++;
+    memcpy(log->json + log->len, event, len);
+    log->len += len;
+    log->json[log->len] = '\0';
+}
+
+/* The expected events with bare strings widened to {"type": string}. */
+static char *event_patterns(jv want) {
+    size_t cap = (size_t)(want.end - want.p) * 4 + 64, n = 0;
+    char *out = malloc(cap);
+    n += (size_t)snprintf(out + n, cap - n, "[");
+    for (long i = 0; i < jv_len(want); i++) {
+        jv item = jv_at(want, (size_t)i);
+        int len = (int)(item.end - item.p);
+        n += (size_t)snprintf(out + n, cap - n, jv_kind(item) == '"' ? "%s{\"type\":%.*s}" : "%s%.*s",
+                              i ? "," : "", len, item.p);
+    }
+    snprintf(out + n, cap - n, "]");
+    return out;
+}
+
+static bool run_chat(zoo_agent *agent, jv step, const char *at) {
+    char *message = jv_str(jv_get(step, "chat"));
+    jv opts = jv_get(step, "options"), expect = jv_get(step, "expect");
+    zoo_chat_options options = {0};
+    char *tool_name = NULL;
+    char *choice = jv_str(jv_get(opts, "tool_choice"));
+    if (choice) {
+        if (strcmp(choice, "auto") == 0) options.tool_choice = ZOO_TOOL_CHOICE_AUTO;
+        else if (strcmp(choice, "required") == 0) options.tool_choice = ZOO_TOOL_CHOICE_REQUIRED;
+        else if (strcmp(choice, "none") == 0) options.tool_choice = ZOO_TOOL_CHOICE_NONE;
+        else {
+            options.tool_choice = ZOO_TOOL_CHOICE_NAMED;
+            options.tool_name = tool_name = choice;
+            choice = NULL;
+        }
+    }
+    jv max = jv_get(opts, "max_tokens");
+    if (jv_ok(max)) options.max_tokens = (uint32_t)jv_num(max);
+    event_log log = {NULL, 0, 0};
+    zoo_chat_callbacks callbacks = {NULL, on_event, NULL, &log, NULL};
+    char *out = NULL, *err = NULL;
+    zoo_status status = zoo_agent_chat(agent, message, &options, &callbacks, &out, &err);
+    char path[512];
+    snprintf(path, sizeof path, "%s", at);
+    bool ok = check_outcome(jv_get(expect, "error"), status, err, at);
+    jv want = jv_get(expect, "response");
+    if (ok && status == ZOO_OK && jv_ok(want)) {
+        snprintf(path, sizeof path, "%s.response", at);
+        ok = matches_text(want, out, path);
+    }
+    jv events = jv_get(expect, "events");
+    if (log.json) {
+        /* on_event left room for the closing bracket. */
+        log.json[log.len++] = ']';
+        log.json[log.len] = '\0';
+    }
+    if (ok && jv_ok(events)) {
+        char *patterns = event_patterns(events);
+        snprintf(path, sizeof path, "%s.events", at);
+        ok = matches_text(jv_of(patterns), log.json ? log.json : "[]", path);
+        free(patterns);
+    }
+    free(log.json);
+    zoo_string_free(out);
+    zoo_string_free(err);
+    free(message);
+    free(choice);
+    free(tool_name);
+    return ok;
+}
+
+static bool run_step(zoo_agent *agent, jv step, const char *at) {
+    char *err = NULL;
+    bool ok;
+    if (jv_ok(jv_get(step, "chat"))) return run_chat(agent, step, at);
+    if (jv_ok(jv_get(step, "set_history"))) {
+        char *history = jv_text(jv_get(step, "set_history"));
+        zoo_status status = zoo_agent_set_history_json(agent, history, &err);
+        ok = check_outcome(jv_get(jv_get(step, "expect"), "error"), status, err, at);
+        free(history);
+    } else if (jv_ok(jv_get(step, "clear_history"))) {
+        zoo_status status = zoo_agent_clear_history(agent, &err);
+        ok = check_outcome((jv){NULL, NULL}, status, err, at);
+    } else if (jv_ok(jv_get(step, "expect_history"))) {
+        char *history = NULL;
+        zoo_status status = zoo_agent_history_json(agent, &history, &err);
+        char path[512];
+        snprintf(path, sizeof path, "%s.history", at);
+        ok = check_outcome((jv){NULL, NULL}, status, err, at) &&
+             matches_text(jv_get(step, "expect_history"), history, path);
+        zoo_string_free(history);
+    } else {
+        th_note("%s: unknown step", at);
+        ok = false;
+    }
+    zoo_string_free(err);
+    return ok;
+}
+
+static bool run_scenario(jv scenario) {
+    jv config = jv_get(scenario, "config"), mock = jv_get(scenario, "mock");
+    jv replies = jv_get(mock, "replies"), delay = jv_get(mock, "piece_delay_ms");
+    char *config_json = jv_ok(config) ? jv_text(config) : NULL;
+    char *replies_json = jv_ok(replies) ? jv_text(replies) : NULL;
+    zoo_agent *agent = NULL;
+    char *err = NULL;
+    zoo_status status = zoo_agent_create_mock(config_json, replies_json ? replies_json : "[]",
+                                              jv_ok(delay) ? (uint32_t)jv_num(delay) : 0, &agent, &err);
+    free(config_json);
+    free(replies_json);
+    jv create_error = jv_get(scenario, "create_error");
+    bool ok = check_outcome(create_error, status, err, "create");
+    zoo_string_free(err);
+    if (status != ZOO_OK) return ok;
+    if (!ok) {
+        zoo_agent_free(agent);
+        return false;
+    }
+    jv tools = jv_get(scenario, "tools");
+    for (long i = 0; ok && i < jv_len(tools); i++) ok = register_tool(agent, jv_at(tools, (size_t)i));
+    jv steps = jv_get(scenario, "steps");
+    for (long i = 0; ok && i < jv_len(steps); i++) {
+        char at[32];
+        snprintf(at, sizeof at, "steps.%ld", i);
+        ok = run_step(agent, jv_at(steps, (size_t)i), at);
+    }
+    zoo_agent_free(agent);
+    return ok;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    size_t got = fread(text, 1, (size_t)size, f);
+    fclose(f);
+    text[got] = '\0';
+    return text;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void test_scenarios(void) {
+    DIR *dir = opendir(SCENARIO_DIR);
+    REQUIRE(dir != NULL);
+    char **names = NULL;
+    size_t count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        size_t n = strlen(entry->d_name);
+        if (n > 5 && strcmp(entry->d_name + n - 5, ".json") == 0) {
+            names = realloc(names, (count + 1) * sizeof *names);
+            names[count++] = strdup(entry->d_name);
+        }
+    }
+    closedir(dir);
+    qsort(names, count, sizeof *names, by_name);
+    CHECKF(count >= 25, "only %zu scenarios in %s", count, SCENARIO_DIR);
+    size_t failed = 0;
+    for (size_t i = 0; i < count; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", SCENARIO_DIR, names[i]);
+        char *text = read_file(path);
+        jv scenario = jv_of(text);
+        char *name = jv_str(jv_get(scenario, "name"));
+        size_t stem = strlen(names[i]) - 5;
+        bool ok = CHECKF(jv_ok(scenario) && name && strlen(name) == stem && strncmp(name, names[i], stem) == 0,
+                         "%s: not JSON, or its name is not the file's", names[i]);
+        if (ok && !run_scenario(scenario)) {
+            th_note("scenario %s: FAILED", name);
+            ok = false;
+        }
+        CHECKF(ok, "scenario %s", names[i]);
+        failed += !ok;
+        free(name);
+        free(text);
+        free(names[i]);
+    }
+    free(names);
+    th_note("%zu scenarios, %zu failed", count, failed);
+}
