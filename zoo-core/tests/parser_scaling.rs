@@ -65,6 +65,12 @@ fn shapes(bytes: usize) -> Vec<(&'static str, String)> {
             repeat_to(r#"<tool_call>{"name": "a", "arguments": {"#, bytes),
         ),
         ("markers in strings", repeat_to("<tool_call>[\"", bytes)),
+        // Each failed call's message comes from serde_json reading the
+        // call's own text, here as deep as serde_json goes.
+        (
+            "deep lists after markers",
+            repeat_to(&format!("<tool_call>{}", "[".repeat(127)), bytes),
+        ),
         ("mistral markers", repeat_to("[TOOL_CALLS]f[ARGS]{", bytes)),
         // Code fences whose JSON never ends.
         (
