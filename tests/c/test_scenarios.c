@@ -282,10 +282,12 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     jv params = jv_get(tool, "parameters");
     char *schema = jv_ok(params) ? jv_text(params) : NULL;
     char *err = NULL;
-    bool ok = CHECK_STATUS(zoo_agent_register_tool(agent, name, description ? description : "",
-                                                   schema ? schema : "{\"type\":\"object\"}", run_tool, b,
-                                                   free_behavior, &err),
-                           ZOO_OK, err);
+    zoo_status status = zoo_agent_register_tool(agent, name, description ? description : "",
+                                                schema ? schema : "{\"type\":\"object\"}", run_tool, b,
+                                                free_behavior, &err);
+    char at[128];
+    snprintf(at, sizeof at, "tool %s", name ? name : "?");
+    bool ok = check_outcome(jv_get(tool, "register_error"), status, err, at);
     th_free_string(&err);
     free(name);
     free(description);
@@ -389,6 +391,23 @@ static bool run_step(zoo_agent *agent, jv step, const char *at) {
         zoo_status status = zoo_agent_set_history_json(agent, history, &err);
         ok = check_outcome(jv_get(jv_get(step, "expect"), "error"), status, err, at);
         free(history);
+    } else if (jv_ok(jv_get(step, "unregister_tool"))) {
+        char *name = jv_str(jv_get(step, "unregister_tool"));
+        bool removed = false;
+        zoo_status status = zoo_agent_unregister_tool(agent, name, &removed, &err);
+        ok = check_outcome((jv){NULL, NULL}, status, err, at);
+        jv want = jv_get(jv_get(step, "expect"), "removed");
+        if (ok && jv_ok(want)) {
+            char path[512];
+            snprintf(path, sizeof path, "%s.removed", at);
+            ok = matches_text(want, removed ? "true" : "false", path);
+        }
+        free(name);
+    } else if (jv_ok(jv_get(step, "set_system_prompt"))) {
+        char *prompt = jv_str(jv_get(step, "set_system_prompt")); /* NULL for null: removes it */
+        zoo_status status = zoo_agent_set_system_prompt(agent, prompt, &err);
+        ok = check_outcome((jv){NULL, NULL}, status, err, at);
+        free(prompt);
     } else if (jv_ok(jv_get(step, "clear_history"))) {
         zoo_status status = zoo_agent_clear_history(agent, &err);
         ok = check_outcome((jv){NULL, NULL}, status, err, at);

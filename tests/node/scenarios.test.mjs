@@ -125,10 +125,17 @@ async function runScenario(scenario) {
   try {
     assert.ok(!scenario.create_error, `create: want the error ${JSON.stringify(scenario.create_error)}, got an agent`)
     for (const tool of scenario.tools ?? []) {
-      agent.registerTool(
-        { name: tool.name, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object' } },
-        handler(tool.behavior),
-      )
+      let error
+      try {
+        agent.registerTool(
+          { name: tool.name, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object' } },
+          handler(tool.behavior),
+        )
+      } catch (e) {
+        error = e
+      }
+      if (error) checkError(tool.register_error, error, `tool ${tool.name}`)
+      else assert.ok(!tool.register_error, `tool ${tool.name}: want the error ${JSON.stringify(tool.register_error)}, got none`)
     }
     for (const [i, step] of (scenario.steps ?? []).entries()) {
       const at = `steps.${i}`
@@ -143,7 +150,11 @@ async function runScenario(scenario) {
         }
         if (error) checkError(want, error, at)
         else assert.ok(!want, `${at}: want an error, got none`)
-      } else if ('clear_history' in step) await agent.clearHistory()
+      } else if ('unregister_tool' in step) {
+        const removed = agent.unregisterTool(step.unregister_tool)
+        if (step.expect && 'removed' in step.expect) matches(step.expect.removed, removed, `${at}.removed`)
+      } else if ('set_system_prompt' in step) await agent.setSystemPrompt(step.set_system_prompt)
+      else if ('clear_history' in step) await agent.clearHistory()
       else if ('expect_history' in step) matches(camelize(step.expect_history), agent.history(), `${at}.history`)
       else assert.fail(`${at}: unknown step ${JSON.stringify(step)}`)
     }

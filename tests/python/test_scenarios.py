@@ -118,7 +118,13 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
     assert "create_error" not in scenario, f"create: want the error {scenario['create_error']}, got an agent"
     with agent:
         for tool in scenario.get("tools", []):
-            agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(tool["behavior"]))
+            want = tool.get("register_error")
+            try:
+                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(tool["behavior"]))
+            except zk.ZooError as error:
+                check_error(want, error, f"tool {tool['name']}")
+            else:
+                assert want is None, f"tool {tool['name']}: want the error {want}, got none"
         for i, step in enumerate(scenario.get("steps", [])):
             at = f"steps.{i}"
             if "chat" in step:
@@ -131,6 +137,12 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
                     check_error(want, error, at)
                 else:
                     assert want is None, f"{at}: want an error, got none"
+            elif "unregister_tool" in step:
+                removed = agent.unregister_tool(step["unregister_tool"])
+                if "removed" in step.get("expect", {}):
+                    matches(step["expect"]["removed"], removed, f"{at}.removed")
+            elif "set_system_prompt" in step:
+                agent.set_system_prompt(step["set_system_prompt"])
             elif "clear_history" in step:
                 agent.clear_history()
             elif "expect_history" in step:

@@ -195,9 +195,13 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
                 .cloned()
                 .unwrap_or(json!({"type": "object"})),
             handler(&tool["behavior"]),
-        )
-        .map_err(|e| format!("tool {}: {e}", tool["name"]))?;
-        agent.register_tool(registered);
+        );
+        let at = format!("tool {}", tool["name"]);
+        match (registered, tool.get("register_error")) {
+            (Ok(registered), None) => agent.register_tool(registered),
+            (Ok(_), Some(want)) => return Err(format!("{at}: want the error {want}, got none")),
+            (Err(error), want) => check_error(want, &error, &at)?,
+        }
     }
     for (i, step) in scenario
         .get("steps")
@@ -218,6 +222,17 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
                 Ok(()) => {}
                 Err(error) => check_error(expect, &error, &at)?,
             }
+        } else if let Some(name) = step.get("unregister_tool").and_then(Value::as_str) {
+            let removed = agent.unregister_tool(name);
+            let want = step.get("expect").and_then(|e| e.get("removed"));
+            if let Some(want) = want {
+                matches(want, &json!(removed), &format!("{at}.removed"))?;
+            }
+        } else if let Some(prompt) = step.get("set_system_prompt") {
+            let prompt = prompt.as_str().map(str::to_string);
+            agent
+                .set_system_prompt(prompt)
+                .map_err(|e| format!("{at}: {e}"))?;
         } else if step.get("clear_history").is_some() {
             agent.clear_history().map_err(|e| format!("{at}: {e}"))?;
         } else if let Some(want) = step.get("expect_history") {
