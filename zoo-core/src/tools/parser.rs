@@ -14,10 +14,10 @@
 //! that does not start a valid value is skipped by one byte, so the text
 //! inside it is tried again; asking serde_json each time rereads that text
 //! from every bracket, up to 128 levels deep (seconds for a few hundred KB of
-//! unclosed JSON). Instead [`Json`] walks a bracketed value once with an
+//! unclosed JSON). Instead `Json` walks a bracketed value once with an
 //! explicit stack and remembers, for every bracket it passed, whether a value
 //! starting there is valid and where it ends; serde_json then builds only the
-//! values known to be valid. See [`Json`] for why no byte is walked more than
+//! values known to be valid. See `Json` for why no byte is walked more than
 //! twice.
 
 use std::sync::LazyLock;
@@ -609,7 +609,7 @@ struct Json<'t> {
     /// The walk's stack, kept to save an allocation per walk.
     open: Vec<Frame>,
     /// False in tests that compare with asking serde_json every time, and for
-    /// text too long for [`Json::known`]'s offsets (4 GiB).
+    /// text too long for the offsets in `known` (4 GiB).
     skim: bool,
 }
 
