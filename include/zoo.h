@@ -249,11 +249,15 @@ typedef bool (*zoo_progress_fn)(void *user_data,
                                 float progress);
 
 /**
- * A tool handler. Runs on the agent's inference thread. `arguments_json`
- * (`arguments_len` bytes, also NUL-terminated) is a JSON object already
- * validated against the tool's schema, valid only during the call. Report
- * the outcome with `zoo_tool_result_set_json` or `zoo_tool_result_set_error`
- * before returning; `result` is valid only during the call.
+ * A tool handler. Runs on the agent's tool thread, one call at a time (never
+ * two handlers of one agent at once). `arguments_json` (`arguments_len`
+ * bytes, also NUL-terminated) is a JSON object already validated against
+ * the tool's schema, valid only during the call. Report the outcome with
+ * `zoo_tool_result_set_json` or `zoo_tool_result_set_error` before
+ * returning; `result` is valid only during the call. A stop does not wait
+ * for a handler: the chat ends as `cancelled` and the handler finishes in
+ * the background, its outcome discarded; the agent's next handler call
+ * waits for it, and `zoo_agent_free` waits for it too.
  */
 typedef void (*zoo_tool_fn)(void *user_data,
                             const char *arguments_json,
@@ -320,7 +324,11 @@ enum zoo_status zoo_agent_set_system_prompt(const struct zoo_agent *agent,
 
 /**
  * Cancels the chat in flight (queued chats still run); it ends as
- * `cancelled` within about 100 ms. Returns `ZOO_INVALID_ARGUMENT` for NULL.
+ * `cancelled` within about 100 ms, also while a tool handler blocks (see
+ * `zoo_tool_fn`). A chat stopped before the model said anything leaves no
+ * trace in the history; after that, its partial reply is kept and every
+ * tool call it made is answered, so the next chat always works. Returns
+ * `ZOO_INVALID_ARGUMENT` for NULL.
  */
 enum zoo_status zoo_agent_stop(const struct zoo_agent *agent);
 
@@ -536,8 +544,8 @@ void zoo_string_free(char *text);
  * Registers a tool written in C (replacing one of the same name).
  *
  * `name` must match `^[A-Za-z0-9_-]{1,64}$`; `schema_json` is the JSON
- * schema of the arguments object. `handler` runs on the inference thread
- * with `user_data`. `free_user_data` (may be NULL) runs exactly once: when
+ * schema of the arguments object. `handler` runs on the agent's tool
+ * thread with `user_data`. `free_user_data` (may be NULL) runs exactly once: when
  * the tool is replaced or unregistered and no call is running, when the
  * agent is freed, or right away if registration fails.
  *
