@@ -18,11 +18,6 @@ pub fn to_napi(error: Error) -> napi::Error {
     )
 }
 
-/// An invalid-argument error (code 1) with this message.
-pub fn invalid_argument(text: impl std::fmt::Display) -> napi::Error {
-    to_napi(Error::InvalidArgument(text.to_string()))
-}
-
 /// `Result` conversion at the edge.
 pub trait IntoNapi<T> {
     /// Maps the error to a JavaScript error carrying its code.
