@@ -243,6 +243,8 @@ static bool check_outcome(jv want, zoo_status status, const char *error, const c
 /* ---- tools ---- */
 
 typedef struct {
+    const zoo_agent *agent; /* for `stop` */
+    bool stop;
     long sleep_ms;
     bool echo;
     char *fail;   /* decoded message, or NULL */
@@ -259,6 +261,7 @@ static void free_behavior(void *user_data) {
 static void run_tool(void *user_data, const char *args, size_t len, zoo_tool_result *result) {
     (void)len;
     behavior *b = user_data;
+    if (b->stop) zoo_agent_stop(b->agent);
     if (b->sleep_ms > 0) {
         struct timespec ts = {b->sleep_ms / 1000, (b->sleep_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -274,6 +277,8 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     jv sleep = jv_get(how, "sleep_ms");
     if (jv_ok(sleep)) b->sleep_ms = (long)jv_num(sleep);
     b->echo = jv_kind(jv_get(how, "echo")) == 't';
+    b->stop = jv_kind(jv_get(how, "stop")) == 't';
+    b->agent = agent;
     b->fail = jv_str(jv_get(how, "fail"));
     jv ret = jv_get(how, "return");
     if (jv_ok(ret)) b->result = jv_text(ret);

@@ -79,8 +79,9 @@ function checkError(want, error, at) {
   }
 }
 
-function handler(behavior) {
+function handler(agent, behavior) {
   return async (args) => {
+    if (behavior.stop) agent.stop()
     if (behavior.sleep_ms !== undefined) await sleep(behavior.sleep_ms)
     // A thrown string reaches the engine as it is.
     if (behavior.fail !== undefined) throw behavior.fail
@@ -129,7 +130,7 @@ async function runScenario(scenario) {
       try {
         agent.registerTool(
           { name: tool.name, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object' } },
-          handler(tool.behavior),
+          handler(agent, tool.behavior),
         )
       } catch (e) {
         error = e

@@ -74,8 +74,10 @@ def check_error(want: Optional[Dict[str, Any]], error: Exception, at: str) -> No
         assert str(error) == want["message"], f"{at}.message: want {want['message']!r}, got {str(error)!r}"
 
 
-def handler(behavior: Dict[str, Any]) -> Any:
+def handler(agent: zk.Agent, behavior: Dict[str, Any]) -> Any:
     def run(**arguments: Any) -> Any:
+        if behavior.get("stop"):
+            agent.stop()
         if "sleep_ms" in behavior:
             time.sleep(behavior["sleep_ms"] / 1000)
         if "fail" in behavior:
@@ -120,7 +122,7 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
         for tool in scenario.get("tools", []):
             want = tool.get("register_error")
             try:
-                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(tool["behavior"]))
+                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(agent, tool["behavior"]))
             except zk.ZooError as error:
                 check_error(want, error, f"tool {tool['name']}")
             else:

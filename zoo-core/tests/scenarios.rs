@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use zoo_core::{
-    Agent, ChatOptions, Config, Error, Message, MockBackend, MockReply, Tool, ToolChoice,
+    Agent, CancelToken, ChatOptions, Config, Error, Message, MockBackend, MockReply, Tool,
+    ToolChoice,
 };
 
 fn scenarios_dir() -> PathBuf {
@@ -93,10 +94,24 @@ fn check_error(want: Option<&Value>, error: &Error, at: &str) -> Result<(), Stri
     }
 }
 
+/// The cancel token of the chat in flight, which a `stop` tool cancels: a
+/// Rust tool has no agent to call `stop()` on, and cancelling the chat's
+/// token is what `stop()` does.
+type Current = Arc<Mutex<Option<CancelToken>>>;
+
 /// The handler of a scenario tool, from its `behavior`.
-fn handler(behavior: &Value) -> impl Fn(Value) -> Result<Value, String> + Send + Sync + 'static {
+fn handler(
+    behavior: &Value,
+    current: &Current,
+) -> impl Fn(Value) -> Result<Value, String> + Send + Sync + 'static {
     let behavior = behavior.clone();
+    let current = Arc::clone(current);
     move |args: Value| {
+        if behavior.get("stop") == Some(&Value::Bool(true)) {
+            if let Some(token) = current.lock().unwrap().as_ref() {
+                token.cancel();
+            }
+        }
         if let Some(ms) = behavior.get("sleep_ms").and_then(Value::as_u64) {
             std::thread::sleep(Duration::from_millis(ms));
         }
@@ -128,13 +143,18 @@ fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions,
     Ok(options)
 }
 
-fn run_chat(agent: &Agent, step: &Value, at: &str) -> Result<(), String> {
+fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<(), String> {
     let message = step["chat"]
         .as_str()
         .ok_or(format!("{at}: chat is not a string"))?;
     let expect = step.get("expect").cloned().unwrap_or(json!({}));
     let events = Arc::new(Mutex::new(Vec::new()));
-    let result = agent.chat(message, options(step, &events)?).wait();
+    let token = CancelToken::new();
+    *current.lock().unwrap() = Some(token.clone());
+    let result = agent
+        .chat(message, options(step, &events)?.cancel_token(token))
+        .wait();
+    *current.lock().unwrap() = None;
     match result {
         Ok(response) => {
             if expect.get("error").is_some() {
@@ -156,6 +176,7 @@ fn run_chat(agent: &Agent, step: &Value, at: &str) -> Result<(), String> {
 }
 
 fn run_scenario(scenario: &Value) -> Result<(), String> {
+    let current = Current::default();
     let config_json = scenario.get("config").cloned().unwrap_or(json!({}));
     let config = Config::from_json(&config_json.to_string());
     let mock = scenario.get("mock").cloned().unwrap_or(json!({}));
@@ -194,7 +215,7 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
             tool.get("parameters")
                 .cloned()
                 .unwrap_or(json!({"type": "object"})),
-            handler(&tool["behavior"]),
+            handler(&tool["behavior"], &current),
         );
         let at = format!("tool {}", tool["name"]);
         match (registered, tool.get("register_error")) {
@@ -212,7 +233,7 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
     {
         let at = format!("steps.{i}");
         if step.get("chat").is_some() {
-            run_chat(&agent, step, &at)?;
+            run_chat(&agent, &current, step, &at)?;
         } else if let Some(messages) = step.get("set_history") {
             let messages: Vec<Message> =
                 serde_json::from_value(messages.clone()).map_err(|e| format!("{at}: {e}"))?;
