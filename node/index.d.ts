@@ -97,11 +97,12 @@ export declare class NativeModel {
 
 /**
  * Starts an agent off the JS thread. `configJson` holds the config keys
- * (snake_case JSON); `model` shares a loaded model; `mockReplies` (tests
- * only) runs on a scripted mock backend streaming each reply in pieces,
- * `mockDelayMs` apart.
+ * (snake_case JSON); `model` shares a loaded model; `mockRepliesJson`
+ * (tests only) runs on a scripted mock backend streaming each reply in
+ * pieces, `mockDelayMs` apart: a JSON array of strings and
+ * `{"error": ...}` items, as C's `zoo_agent_create_mock` takes.
  */
-export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, mockReplies?: Array<string> | undefined | null, mockDelayMs?: number | undefined | null): Promise<NativeAgent>
+export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, mockRepliesJson?: string | undefined | null, mockDelayMs?: number | undefined | null): Promise<NativeAgent>
 
 /**
  * Loads a GGUF file off the JavaScript thread. `paramsJson` holds the

@@ -172,7 +172,7 @@ class Agent {
     const object = config !== null && typeof config === 'object' && !Array.isArray(config)
     const { model, _mockReplies, _mockDelayMs, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
-    if (_mockReplies !== undefined && !Array.isArray(_mockReplies)) throw invalid('`_mockReplies` must be an array of strings')
+    if (_mockReplies !== undefined && !Array.isArray(_mockReplies)) throw invalid('`_mockReplies` must be an array of strings and {error} objects')
     if (object && model === undefined && _mockReplies === undefined && rest.modelPath === undefined) {
       throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath` or `model` (a loaded Model)')
     }
@@ -182,7 +182,7 @@ class Agent {
       nativeAgent = await binding.createAgent(
         json,
         model === undefined ? null : Model._native(model),
-        _mockReplies ?? null,
+        _mockReplies === undefined ? null : JSON.stringify(_mockReplies),
         _mockDelayMs ?? null,
       )
     } catch (error) {

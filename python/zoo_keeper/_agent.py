@@ -95,7 +95,7 @@ class Agent:
             # core reads them and raises InvalidConfigError naming the key.
             json.dumps(config),
             model._native if model is not None else None,
-            mock_replies,
+            None if mock_replies is None else json.dumps(mock_replies),
             mock_delay_ms,
         )
         _LIVE.add(self)

@@ -40,7 +40,7 @@ class NativeAgent:
         self,
         config_json: str,
         model: Optional[NativeModel] = None,
-        mock_replies: Optional[List[str]] = None,
+        mock_replies_json: Optional[str] = None,
         mock_delay_ms: int = 0,
     ) -> None: ...
     def register_tool(self, name: str, description: str, schema_json: str, function: Callable[[str], str]) -> None: ...

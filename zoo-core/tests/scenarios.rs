@@ -180,15 +180,11 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
     let config_json = scenario.get("config").cloned().unwrap_or(json!({}));
     let config = Config::from_json(&config_json.to_string());
     let mock = scenario.get("mock").cloned().unwrap_or(json!({}));
-    let replies: Vec<MockReply> = mock
-        .get("replies")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .map(|t| MockReply::text(t.as_str().expect("replies are strings")))
-                .collect()
-        })
-        .unwrap_or_default();
+    let replies = match mock.get("replies") {
+        Some(replies) => MockReply::script_from_json(&replies.to_string())
+            .map_err(|e| format!("mock.replies: {e}"))?,
+        None => Vec::new(),
+    };
     let backend = MockBackend::with_script(replies);
     let delay = mock
         .get("piece_delay_ms")

@@ -86,27 +86,10 @@ pub extern "C" fn zoo_agent_create_mock(
     guard(out_error, || {
         let out = out_arg(out_agent, "out_agent")?;
         let config = config_arg(config_json)?;
-        let replies: Vec<serde_json::Value> = match opt_str_arg(replies_json, "replies_json")? {
+        let script = match opt_str_arg(replies_json, "replies_json")? {
             None => Vec::new(),
-            Some(json) => serde_json::from_str(json).map_err(|e| {
-                Error::InvalidJson(format!("replies_json must be a JSON array: {e}"))
-            })?,
+            Some(json) => MockReply::script_from_json(json)?,
         };
-        let script = replies
-            .into_iter()
-            .map(|reply| match reply {
-                serde_json::Value::String(text) => Ok(MockReply::text(text)),
-                serde_json::Value::Object(map) => match map.get("error").and_then(|e| e.as_str()) {
-                    Some(message) => Ok(MockReply::Fail(Error::InferenceFailed(message.into()))),
-                    None => Err(Error::InvalidJson(
-                        "a reply object needs an \"error\" string".into(),
-                    )),
-                },
-                other => Err(Error::InvalidJson(format!(
-                    "a reply must be a string or {{\"error\": ...}}, got {other}"
-                ))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let mock = MockBackend::with_script(script);
         mock.set_piece_delay(Duration::from_millis(u64::from(piece_delay_ms)));
         out.write(boxed(Agent::with_backend(mock, config)?));

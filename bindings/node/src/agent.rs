@@ -427,7 +427,7 @@ impl Task for CloseAgent {
 pub struct CreateAgent {
     config: Option<Config>,
     model: Option<zoo_core::Model>,
-    mock: Option<(Vec<String>, Duration)>,
+    mock: Option<(Vec<MockReply>, Duration)>,
 }
 
 impl Task for CreateAgent {
@@ -438,7 +438,7 @@ impl Task for CreateAgent {
         let config = self.config.take().unwrap_or_default();
         match (self.mock.take(), self.model.take()) {
             (Some((replies, delay)), _) => {
-                let mock = MockBackend::with_script(replies.into_iter().map(MockReply::text));
+                let mock = MockBackend::with_script(replies);
                 mock.set_piece_delay(delay);
                 Agent::with_backend(mock, config)
             }
@@ -456,18 +456,24 @@ impl Task for CreateAgent {
 }
 
 /// Starts an agent off the JS thread. `configJson` holds the config keys
-/// (snake_case JSON); `model` shares a loaded model; `mockReplies` (tests
-/// only) runs on a scripted mock backend streaming each reply in pieces,
-/// `mockDelayMs` apart.
+/// (snake_case JSON); `model` shares a loaded model; `mockRepliesJson`
+/// (tests only) runs on a scripted mock backend streaming each reply in
+/// pieces, `mockDelayMs` apart: a JSON array of strings and
+/// `{"error": ...}` items, as C's `zoo_agent_create_mock` takes.
 #[napi(ts_return_type = "Promise<NativeAgent>")]
 pub fn create_agent(
     config_json: String,
     model: Option<ClassInstance<'_, NativeModel>>,
-    mock_replies: Option<Vec<String>>,
+    mock_replies_json: Option<String>,
     mock_delay_ms: Option<f64>,
 ) -> napi::Result<AsyncTask<CreateAgent>> {
     let config = Config::from_json(&config_json).napi_err()?;
     let delay = integer("mockDelayMs", mock_delay_ms.unwrap_or(0.0), 0, 60_000)?;
+    let mock_replies = mock_replies_json
+        .as_deref()
+        .map(MockReply::script_from_json)
+        .transpose()
+        .napi_err()?;
     Ok(AsyncTask::new(CreateAgent {
         config: Some(config),
         model: model.map(|m| m.model.clone()),

@@ -158,22 +158,28 @@ fn wait_interruptibly(
 #[pymethods]
 impl NativeAgent {
     /// Starts an agent. `config_json` holds the config keys; `model` shares a
-    /// loaded model; `mock_replies` (tests only) runs on a scripted mock.
+    /// loaded model; `mock_replies_json` (tests only) runs on a scripted
+    /// mock: a JSON array of strings and `{"error": ...}` items, as C's
+    /// `zoo_agent_create_mock` takes.
     #[new]
-    #[pyo3(signature = (config_json, model = None, mock_replies = None, mock_delay_ms = 0))]
+    #[pyo3(signature = (config_json, model = None, mock_replies_json = None, mock_delay_ms = 0))]
     fn new(
         py: Python<'_>,
         config_json: &str,
         model: Option<&NativeModel>,
-        mock_replies: Option<Vec<String>>,
+        mock_replies_json: Option<&str>,
         mock_delay_ms: u64,
     ) -> PyResult<Self> {
         let config = Config::from_json(config_json).py_err()?;
         let model = model.map(|m| m.model.clone());
+        let mock_replies = mock_replies_json
+            .map(MockReply::script_from_json)
+            .transpose()
+            .py_err()?;
         let agent = py
             .detach(move || match (mock_replies, model) {
                 (Some(replies), _) => {
-                    let mock = MockBackend::with_script(replies.into_iter().map(MockReply::text));
+                    let mock = MockBackend::with_script(replies);
                     mock.set_piece_delay(Duration::from_millis(mock_delay_ms));
                     Agent::with_backend(mock, config)
                 }

@@ -32,6 +32,29 @@ impl MockReply {
         MockReply::Text(text.into())
     }
 
+    /// The script of a mock from JSON, as every front door takes it: an
+    /// array whose items are strings (streamed word by word) or
+    /// `{"error": "message"}` (that reply fails with `inference_failed`).
+    pub fn script_from_json(json: &str) -> Result<Vec<Self>> {
+        let items: Vec<Value> = serde_json::from_str(json)
+            .map_err(|e| Error::InvalidJson(format!("replies_json must be a JSON array: {e}")))?;
+        items
+            .into_iter()
+            .map(|reply| match reply {
+                Value::String(text) => Ok(MockReply::text(text)),
+                Value::Object(map) => match map.get("error").and_then(|e| e.as_str()) {
+                    Some(message) => Ok(MockReply::Fail(Error::InferenceFailed(message.into()))),
+                    None => Err(Error::InvalidJson(
+                        "a reply object needs an \"error\" string".into(),
+                    )),
+                },
+                other => Err(Error::InvalidJson(format!(
+                    "a reply must be a string or {{\"error\": ...}}, got {other}"
+                ))),
+            })
+            .collect()
+    }
+
     /// A reply that calls one tool, in the Hermes format.
     pub fn tool_call(name: &str, arguments: Value) -> Self {
         Self::tool_calls(&[(name, arguments)])
