@@ -125,7 +125,9 @@ fn handler(
     }
 }
 
-fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions, String> {
+/// The chat's options; a tool choice the engine refuses is the chat's
+/// error, as in the other languages, where the chat call reports it.
+fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions, Error> {
     let sink = Arc::clone(events);
     let mut options = ChatOptions::new().on_event(move |event| {
         sink.lock()
@@ -134,7 +136,7 @@ fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions,
     });
     if let Some(o) = step.get("options") {
         if let Some(choice) = o.get("tool_choice").and_then(Value::as_str) {
-            options = options.tool_choice(ToolChoice::parse(choice).map_err(|e| e.to_string())?);
+            options = options.tool_choice(ToolChoice::parse(choice)?);
         }
         if let Some(max) = o.get("max_tokens").and_then(Value::as_u64) {
             options = options.max_tokens(max as u32);
@@ -151,9 +153,10 @@ fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<
     let events = Arc::new(Mutex::new(Vec::new()));
     let token = CancelToken::new();
     *current.lock().unwrap() = Some(token.clone());
-    let result = agent
-        .chat(message, options(step, &events)?.cancel_token(token))
-        .wait();
+    let result = match options(step, &events) {
+        Ok(options) => agent.chat(message, options.cancel_token(token)).wait(),
+        Err(error) => Err(error),
+    };
     *current.lock().unwrap() = None;
     match result {
         Ok(response) => {
