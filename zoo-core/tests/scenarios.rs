@@ -178,7 +178,96 @@ fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<
     Ok(())
 }
 
+/// Rejects keys the format does not define, so that a misspelt key fails
+/// here instead of being ignored by all four runners.
+fn check_keys(value: &Value, allowed: &[&str], at: &str) -> Result<(), String> {
+    let Some(object) = value.as_object() else {
+        return Err(format!("{at}: not an object"));
+    };
+    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(key) => Err(format!("{at}: unknown key `{key}`")),
+        None => Ok(()),
+    }
+}
+
+/// The shape of a scenario file, as tests/scenarios/README.md defines it.
+fn check_format(scenario: &Value) -> Result<(), String> {
+    check_keys(
+        scenario,
+        &[
+            "name",
+            "description",
+            "config",
+            "mock",
+            "tools",
+            "create_error",
+            "steps",
+        ],
+        "scenario",
+    )?;
+    if let Some(mock) = scenario.get("mock") {
+        check_keys(mock, &["replies", "piece_delay_ms"], "mock")?;
+    }
+    for tool in scenario["tools"].as_array().into_iter().flatten() {
+        let at = format!("tool {}", tool["name"]);
+        check_keys(
+            tool,
+            &[
+                "name",
+                "description",
+                "parameters",
+                "behavior",
+                "register_error",
+            ],
+            &at,
+        )?;
+        check_keys(
+            &tool["behavior"],
+            &["return", "echo", "fail", "sleep_ms", "stop"],
+            &format!("{at}.behavior"),
+        )?;
+    }
+    for (i, step) in scenario["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let at = format!("steps.{i}");
+        check_keys(
+            step,
+            &[
+                "chat",
+                "options",
+                "expect",
+                "set_history",
+                "clear_history",
+                "set_system_prompt",
+                "unregister_tool",
+                "expect_history",
+            ],
+            &at,
+        )?;
+        if let Some(options) = step.get("options") {
+            check_keys(
+                options,
+                &["tool_choice", "max_tokens"],
+                &format!("{at}.options"),
+            )?;
+        }
+        if let Some(expect) = step.get("expect") {
+            check_keys(
+                expect,
+                &["response", "events", "error", "removed"],
+                &format!("{at}.expect"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn run_scenario(scenario: &Value) -> Result<(), String> {
+    check_format(scenario)?;
     let current = Current::default();
     let config_json = scenario.get("config").cloned().unwrap_or(json!({}));
     let config = Config::from_json(&config_json.to_string());
