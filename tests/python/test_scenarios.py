@@ -51,17 +51,23 @@ def matches(want: Any, got: Any, path: str) -> None:
     assert type(want) is type(got) and want == got, f"{path}: want {want!r}, got {got!r}"
 
 
-def as_python(value: Any, fail_messages: List[str]) -> Any:
+# The keys whose texts may quote a tool's failure: records, events, and
+# the content of the history's tool messages.
+QUOTING_KEYS = {"error", "message", "content"}
+
+
+def as_python(value: Any, fail_messages: List[str], quoting: bool = False) -> Any:
     """A tool's `fail` message reaches the engine as Python words it
     (`Exception: message`), so expected texts that quote it say so."""
-    if isinstance(value, str):
+    if isinstance(value, str) and quoting:
         for message in fail_messages:
             value = value.replace(message, f"Exception: {message}")
         return value
     if isinstance(value, dict):
-        return {k: as_python(v, fail_messages) for k, v in value.items()}
+        keys = QUOTING_KEYS if value.get("role", "tool") == "tool" else QUOTING_KEYS - {"content"}
+        return {k: as_python(v, fail_messages, k in keys) for k, v in value.items()}
     if isinstance(value, list):
-        return [as_python(v, fail_messages) for v in value]
+        return [as_python(v, fail_messages, quoting) for v in value]
     return value
 
 
