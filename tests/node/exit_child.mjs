@@ -8,4 +8,5 @@ const agent = await zk.Agent.create(
 )
 agent.registerTool(ADD, ({ a, b }) => a + b)
 const response = await agent.chat('What is 1 + 2?', { toolChoice: real ? 'add' : undefined })
-console.log(JSON.stringify({ text: response.text, calls: response.toolCalls.length }))
+// The last thing the script does: the parent times the exit from here.
+console.log(JSON.stringify({ text: response.text, calls: response.toolCalls.length, exitingAt: Date.now() }))
