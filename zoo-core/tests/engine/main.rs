@@ -7,6 +7,7 @@ mod agentic_loop;
 mod config_errors;
 mod error_recovery;
 mod history;
+mod hostile;
 mod request_queue;
 mod tool_registry;
 
