@@ -7,8 +7,6 @@
 //!
 //! The C ABI (`zoo-ffi`), Python and Node bindings all call this crate's API.
 
-#![warn(missing_docs)]
-
 pub mod agent;
 pub mod backend;
 pub mod cancel;
