@@ -122,6 +122,11 @@ fn wait(result: &Receiver<Result<Value>>, cancel: &CancelToken) -> ToolRun {
         match result.recv_timeout(CANCEL_POLL) {
             Ok(outcome) => return ToolRun::Finished(outcome),
             Err(RecvTimeoutError::Timeout) => {}
+            // A call given up while it queued is dropped unrun: that is the
+            // stop, not a broken thread.
+            Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => {
+                return ToolRun::Abandoned
+            }
             Err(RecvTimeoutError::Disconnected) => return ToolRun::Finished(Err(thread_gone())),
         }
     }
