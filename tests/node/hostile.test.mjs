@@ -75,9 +75,10 @@ test('a stop during a pending async tool ends the chat without waiting for it', 
 })
 
 test('an onToken that throws rejects the chat and leaves the history as it was', async () => {
-  // The tokens reach JS after the engine made them: a slow reply keeps the
-  // chat running while the first token's failure comes back.
-  const words = Array.from({ length: 5000 }, (_, i) => `w${i}`).join(' ')
+  // The tokens reach JS after the engine made them: a 30 s reply (1 ms a
+  // word) keeps the chat running while the first token's failure comes
+  // back, however busy the machine; the abort ends it at once.
+  const words = Array.from({ length: 30000 }, (_, i) => `w${i}`).join(' ')
   const agent = await mockAgent(['first answer', words], { _mockDelayMs: 1 })
   await agent.chat('one')
   const before = agent.history()
