@@ -128,8 +128,12 @@ pub struct Config {
     pub context_size: u32,
     /// Tokens decoded per llama.cpp batch.
     pub batch_size: u32,
-    /// CPU threads; 0 uses every available core.
+    /// CPU threads for generating tokens; 0 (the default) follows the cores
+    /// that are free: every core on an idle machine, fewer when other
+    /// processes or other agents of this process are busy.
     pub threads: u32,
+    /// CPU threads for prompt batches; 0 means the same as `threads`.
+    pub threads_batch: u32,
     /// Layers offloaded to the GPU (needs the `cuda` feature); -1 offloads all.
     pub gpu_layers: i32,
     /// Sampling seed; `None` picks a random one.
@@ -167,6 +171,7 @@ impl Default for Config {
             context_size: 4096,
             batch_size: 512,
             threads: 0,
+            threads_batch: 0,
             gpu_layers: 0,
             seed: None,
             temperature: 0.7,
@@ -207,6 +212,8 @@ impl Config {
         batch_size: u32,
         /// Sets `threads`.
         threads: u32,
+        /// Sets `threads_batch`.
+        threads_batch: u32,
         /// Sets `gpu_layers`.
         gpu_layers: i32,
         /// Sets `temperature`.
@@ -316,7 +323,8 @@ const CONFIG_KEYS: Settings = Settings {
             },
         ),
         ("batch_size", Rule::whole(1, U32_MAX, "")),
-        ("threads", Rule::whole(0, 1024, " (0 uses every core)")),
+        ("threads", Rule::whole(0, 1024, " (0 follows the free cores)")),
+        ("threads_batch", Rule::whole(0, 1024, " (0 means the same as threads)")),
         ("gpu_layers", GPU_LAYERS),
         (
             "seed",

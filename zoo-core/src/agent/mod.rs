@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::mcp::federation::McpServers;
 use crate::mcp::{McpServerInfo, McpTransport};
 use crate::message::Message;
+use crate::provider::Provider;
 use crate::tools::registry::Tool;
 use crate::tools::typed::{typed_tool, TypedHandler};
 use crate::tools::ToolDefinition;
@@ -70,9 +71,25 @@ impl Startup {
 }
 
 impl Agent {
-    /// An agent on the given backend (a `MockBackend` in tests). The backend
-    /// moves to the inference thread.
+    /// An agent on the given backend (a `MockBackend` the test keeps a
+    /// clone of, say). The backend moves to the inference thread. The
+    /// config's `provider` must be unset: the backend is given here.
     pub fn with_backend<B: Backend + Send + 'static>(backend: B, config: Config) -> Result<Self> {
+        if let Some(provider) = &config.provider {
+            return Err(Error::config(
+                "provider",
+                format!(
+                    "an agent on a backend given in code takes no provider (got `{}`)",
+                    provider.type_name()
+                ),
+            ));
+        }
+        Self::on_backend(backend, config)
+    }
+
+    /// Starts the inference thread on `backend`, whatever the config's
+    /// `provider` says (the caller built the backend from it).
+    fn on_backend<B: Backend + Send + 'static>(backend: B, config: Config) -> Result<Self> {
         Self::start(config, move |startup| {
             let mut backend = backend;
             startup.serve(&mut backend);
@@ -121,22 +138,56 @@ impl Agent {
         }
     }
 
-    /// Loads the model at `config.model_path` and starts an agent on it.
-    #[cfg(feature = "llama")]
+    /// Starts an agent on what the config names: its `provider` (the
+    /// scripted mock, say), or else the GGUF model at `model_path`, loaded
+    /// here. Errors: `invalid_config` (neither or both given, a bad value),
+    /// `model_load_failed`.
     pub fn create(config: Config) -> Result<Self> {
         config.validate()?;
-        let path = config
-            .model_path
-            .clone()
-            .ok_or_else(|| Error::config("model_path", "is required to create an agent"))?;
+        match &config.provider {
+            Some(Provider::Mock(mock)) => {
+                let backend = mock.backend();
+                Self::on_backend(backend, config)
+            }
+            None => Self::create_local(config),
+        }
+    }
+
+    /// Loads the model at `config.model_path` and starts an agent on it.
+    #[cfg(feature = "llama")]
+    fn create_local(config: Config) -> Result<Self> {
+        let path = config.model_path.clone().ok_or_else(|| {
+            Error::config(
+                "model_path",
+                "is required to create an agent (or a `provider`)",
+            )
+        })?;
         let model = crate::backend::llama::Model::load(&path, (&config).into())?;
         Self::with_model(model, config)
+    }
+
+    /// Without the `llama` feature there is no local model to load.
+    #[cfg(not(feature = "llama"))]
+    fn create_local(_config: Config) -> Result<Self> {
+        Err(Error::config(
+            "provider",
+            "is required: this build of zoo-core has no local models (feature `llama`)",
+        ))
     }
 
     /// Starts an agent on a loaded model; several agents may share one
     /// model, each with its own context and history.
     #[cfg(feature = "llama")]
     pub fn with_model(model: crate::backend::llama::Model, config: Config) -> Result<Self> {
+        if let Some(provider) = &config.provider {
+            return Err(Error::config(
+                "provider",
+                format!(
+                    "an agent on a loaded model takes no provider (got `{}`)",
+                    provider.type_name()
+                ),
+            ));
+        }
         Self::start(config, move |startup| {
             // The context borrows the model, so the model lives in this
             // thread's frame for as long as the context does.

@@ -1,6 +1,8 @@
-//! `MockBackend`: a scripted backend for unit tests, never for production.
-//! It replays replies in order, streams them piece by piece with a
-//! configurable delay, injects errors, and records every call it receives.
+//! `MockBackend`: a scripted model, for the engine's tests and for users
+//! who test their own agents without a model file (the `mock` provider,
+//! [`crate::provider::MockProvider`]). It replays replies in order, streams
+//! them piece by piece with a configurable delay, injects errors, and
+//! records every call it receives.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,6 +10,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::{Backend, CacheHint, FinishReason, GenerateRequest, Generation};
@@ -17,8 +20,10 @@ use crate::error::{Error, Result};
 use crate::message::{Message, Role};
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
-/// One scripted reply.
-#[derive(Debug, Clone)]
+/// One scripted reply. In JSON (the `mock` provider's `replies`, C's
+/// `zoo_agent_create_mock`) a reply is a string, streamed word by word, or
+/// `{"error": "message"}`, which fails that reply with `inference_failed`.
+#[derive(Debug, Clone, PartialEq)]
 pub enum MockReply {
     /// Stream this text.
     Text(String),
@@ -32,27 +37,54 @@ impl MockReply {
         MockReply::Text(text.into())
     }
 
-    /// The script of a mock from JSON, as every front door takes it: an
-    /// array whose items are strings (streamed word by word) or
-    /// `{"error": "message"}` (that reply fails with `inference_failed`).
+    /// The script of a mock from JSON text, as C's `zoo_agent_create_mock`
+    /// takes it: an array of replies (see [`MockReply`]). Anything else is
+    /// [`Error::InvalidJson`] naming the item at fault.
     pub fn script_from_json(json: &str) -> Result<Vec<Self>> {
         let items: Vec<Value> = serde_json::from_str(json)
             .map_err(|e| Error::InvalidJson(format!("replies_json must be a JSON array: {e}")))?;
         items
-            .into_iter()
-            .map(|reply| match reply {
-                Value::String(text) => Ok(MockReply::text(text)),
-                Value::Object(map) => match map.get("error").and_then(|e| e.as_str()) {
-                    Some(message) => Ok(MockReply::Fail(Error::InferenceFailed(message.into()))),
-                    None => Err(Error::InvalidJson(
-                        "a reply object needs an \"error\" string".into(),
-                    )),
-                },
-                other => Err(Error::InvalidJson(format!(
-                    "a reply must be a string or {{\"error\": ...}}, got {other}"
-                ))),
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                Self::from_json(item)
+                    .map_err(|reason| Error::InvalidJson(format!("replies_json[{i}]: {reason}")))
             })
             .collect()
+    }
+
+    /// Reads one reply: a string, or `{"error": "message"}`. The error says
+    /// what was wrong in the words of the config errors ("expected ...,
+    /// got ..."); callers add where the item was. Every reader of a mock
+    /// script (the `mock` provider's rule and serde form, C's script)
+    /// goes through here.
+    pub(crate) fn from_json(item: &Value) -> std::result::Result<Self, String> {
+        const EXPECTED: &str = r#"a string or {"error": "message"}"#;
+        match item {
+            Value::String(text) => Ok(MockReply::text(text.as_str())),
+            Value::Object(map) => {
+                if let Some(key) = map.keys().find(|k| *k != "error") {
+                    return Err(format!(
+                        "expected {EXPECTED}, got an object with the key {}",
+                        Value::String(key.clone())
+                    ));
+                }
+                match map.get("error") {
+                    Some(Value::String(message)) => {
+                        Ok(MockReply::Fail(Error::InferenceFailed(message.clone())))
+                    }
+                    Some(other) => Err(format!(
+                        "expected {EXPECTED}, got an \"error\" of {}",
+                        crate::config::describe(other)
+                    )),
+                    None => Err(format!("expected {EXPECTED}, got an empty object")),
+                }
+            }
+            other => Err(format!(
+                "expected {EXPECTED}, got {}",
+                crate::config::describe(other)
+            )),
+        }
     }
 
     /// A reply that calls one tool, in the Hermes format.
@@ -73,6 +105,41 @@ impl MockReply {
             .collect::<Vec<_>>()
             .join("\n");
         MockReply::Text(text)
+    }
+}
+
+impl From<&str> for MockReply {
+    fn from(text: &str) -> Self {
+        MockReply::text(text)
+    }
+}
+
+impl From<String> for MockReply {
+    fn from(text: String) -> Self {
+        MockReply::Text(text)
+    }
+}
+
+/// A reply's JSON form: its text, or `{"error": "message"}`. A failure of
+/// another kind than `inference_failed` (which only Rust code can script)
+/// is written with its whole message, and reads back as `inference_failed`.
+impl Serialize for MockReply {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            MockReply::Text(text) => s.serialize_str(text),
+            MockReply::Fail(Error::InferenceFailed(message)) => {
+                serde_json::json!({ "error": message }).serialize(s)
+            }
+            MockReply::Fail(error) => {
+                serde_json::json!({ "error": error.to_string() }).serialize(s)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MockReply {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        MockReply::from_json(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 

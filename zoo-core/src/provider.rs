@@ -1,0 +1,284 @@
+//! The `provider` config key: what an agent runs on when it is not a local
+//! GGUF model. Absent, the agent loads `model_path`; present, it is an
+//! object tagged by `type`, e.g. the mock, a scripted model for testing
+//! agents without a model file:
+//!
+//! ```json
+//! {"provider": {"type": "mock", "replies": ["Hello!", {"error": "boom"}], "piece_delay_ms": 5}}
+//! ```
+//!
+//! Each type has a table of keys and rules (below), which the config reader
+//! checks before anything is parsed, so that a bad value is
+//! `invalid_config` naming its key (`provider.piece_delay_ms`) in the same
+//! words as every other config key, in every language.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use crate::backend::mock::{MockBackend, MockReply};
+use crate::config::{describe, Rule, Settings};
+use crate::error::{Error, Result};
+
+/// The backend an agent runs on instead of a local model (the `provider`
+/// config key). Its JSON form is an object tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Provider {
+    /// `{"type": "mock", ...}`: a scripted model (see [`MockProvider`]).
+    Mock(MockProvider),
+}
+
+impl Provider {
+    /// The `type` of this provider, as JSON spells it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Provider::Mock(_) => "mock",
+        }
+    }
+}
+
+/// A scripted model, for testing code that uses an agent without a model
+/// file: it gives `replies` in order, each streamed word by word with
+/// `piece_delay_ms` before each word, then answers `echo: <user message>`.
+/// A tool call is written in the Hermes format,
+/// `<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>`
+/// ([`MockReply::tool_call`] writes one); `{"error": "message"}` makes that
+/// reply fail with `inference_failed`. Tokens are counted one per word.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MockProvider {
+    /// The model's replies, in order.
+    pub replies: Vec<MockReply>,
+    /// Milliseconds waited before each streamed word (0 to 60 000).
+    pub piece_delay_ms: u32,
+}
+
+impl MockProvider {
+    /// A mock that gives these replies in order, with no delay.
+    pub fn new<R: Into<MockReply>>(replies: impl IntoIterator<Item = R>) -> Self {
+        MockProvider {
+            replies: replies.into_iter().map(Into::into).collect(),
+            piece_delay_ms: 0,
+        }
+    }
+
+    /// Waits this long before each streamed word (for cancellation and
+    /// streaming tests).
+    pub fn piece_delay_ms(mut self, milliseconds: u32) -> Self {
+        self.piece_delay_ms = milliseconds;
+        self
+    }
+
+    /// The backend that plays this script.
+    pub(crate) fn backend(&self) -> MockBackend {
+        let mock = MockBackend::with_script(self.replies.iter().cloned());
+        mock.set_piece_delay(std::time::Duration::from_millis(u64::from(
+            self.piece_delay_ms,
+        )));
+        mock
+    }
+}
+
+impl From<MockProvider> for Provider {
+    fn from(mock: MockProvider) -> Self {
+        Provider::Mock(mock)
+    }
+}
+
+/// Every provider type and its keys, in the order errors list them. A new
+/// provider is a variant of [`Provider`] and a line here.
+const TYPES: &[(&str, &Settings)] = &[("mock", &MOCK_KEYS)];
+
+/// The `type` key, which every provider table lists first (it was checked
+/// before the table was chosen).
+const TYPE_KEY: Rule = Rule::Choice {
+    expected: "a provider type",
+    parse: |_| Ok(()),
+};
+
+const MOCK_KEYS: Settings = Settings {
+    name: "mock provider",
+    example: r#"{"type": "mock", "replies": ["Hello!"]}"#,
+    keys: &[
+        ("type", TYPE_KEY),
+        (
+            "replies",
+            Rule::Custom {
+                expected: r#"an array of strings and {"error": "message"} objects"#,
+                check: check_replies,
+            },
+        ),
+        ("piece_delay_ms", Rule::whole(0, 60_000, "")),
+    ],
+};
+
+/// What `provider` accepts, in words.
+pub(crate) const EXPECTED: &str =
+    r#"null or an object such as {"type": "mock", "replies": ["Hello!"]}"#;
+
+/// Checks the value of the `provider` key (`key`): null, or an object whose
+/// `type` is known and whose other keys follow that type's rules. Errors
+/// name the nested key (`provider.type`, `provider.replies[2]`).
+pub(crate) fn check_json(key: &str, value: &Json) -> Result<()> {
+    let object = match value {
+        Json::Null => return Ok(()),
+        Json::Object(object) => object,
+        other => {
+            return Err(Error::config(
+                key,
+                format!("expected {EXPECTED}, got {}", describe(other)),
+            ))
+        }
+    };
+    let type_key = format!("{key}.type");
+    let settings = match object.get("type") {
+        Some(Json::String(name)) => TYPES
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, settings)| *settings),
+        _ => None,
+    };
+    let Some(settings) = settings else {
+        let got = object
+            .get("type")
+            .map_or_else(|| "nothing".into(), describe);
+        return Err(Error::config(
+            type_key,
+            format!("expected a provider type ({}), got {got}", type_names()),
+        ));
+    };
+    settings.check_nested(key, object)
+}
+
+/// The known types as an error lists them: `"mock"`, `"mock" or "openai"`.
+fn type_names() -> String {
+    let names: Vec<String> = TYPES
+        .iter()
+        .map(|(name, _)| format!("\"{name}\""))
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+/// The mock's `replies`: an array whose items [`MockReply`] reads.
+fn check_replies(key: &str, value: &Json) -> Result<()> {
+    let Json::Array(items) = value else {
+        return Err(Error::config(
+            key,
+            format!(
+                r#"expected an array of strings and {{"error": "message"}} objects, got {}"#,
+                describe(value)
+            ),
+        ));
+    };
+    for (i, item) in items.iter().enumerate() {
+        MockReply::from_json(item)
+            .map_err(|reason| Error::config(format!("{key}[{i}]"), reason))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn error_of(provider: &str) -> String {
+        Config::from_json(&format!(r#"{{"provider": {provider}}}"#))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_mock_provider_reads_and_writes_the_same_json() {
+        let config = Config::from_json(
+            r#"{"provider": {"type": "mock", "replies": ["Hi there", {"error": "boom"}], "piece_delay_ms": 5}}"#,
+        )
+        .unwrap();
+        let want = MockProvider::new(["Hi there"]).piece_delay_ms(5);
+        let want = MockProvider {
+            replies: vec![
+                want.replies[0].clone(),
+                MockReply::Fail(Error::InferenceFailed("boom".into())),
+            ],
+            ..want
+        };
+        assert_eq!(config.provider, Some(Provider::Mock(want)));
+        let json = serde_json::to_value(&config).unwrap();
+        assert_eq!(
+            json["provider"],
+            serde_json::json!({"type": "mock", "replies": ["Hi there", {"error": "boom"}], "piece_delay_ms": 5})
+        );
+        // Missing keys keep their defaults.
+        let config = Config::from_json(r#"{"provider": {"type": "mock"}}"#).unwrap();
+        assert_eq!(
+            config.provider,
+            Some(Provider::Mock(MockProvider::default()))
+        );
+    }
+
+    #[test]
+    fn bad_providers_name_the_nested_key() {
+        for (provider, want) in [
+            (
+                r#"{"type": "gpt"}"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock"), got "gpt""#,
+            ),
+            (
+                r#"{"replies": []}"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock"), got nothing"#,
+            ),
+            (
+                r#"{"type": 3}"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock"), got 3"#,
+            ),
+            (
+                r#""mock""#,
+                r#"invalid config `provider`: expected null or an object such as {"type": "mock", "replies": ["Hello!"]}, got "mock""#,
+            ),
+            (
+                r#"{"type": "mock", "replies": ["ok", 3]}"#,
+                r#"invalid config `provider.replies[1]`: expected a string or {"error": "message"}, got 3"#,
+            ),
+            (
+                r#"{"type": "mock", "replies": [{"error": 5}]}"#,
+                r#"invalid config `provider.replies[0]`: expected a string or {"error": "message"}, got an "error" of 5"#,
+            ),
+            (
+                r#"{"type": "mock", "replies": [{"eror": "x"}]}"#,
+                r#"invalid config `provider.replies[0]`: expected a string or {"error": "message"}, got an object with the key "eror""#,
+            ),
+            (
+                r#"{"type": "mock", "replies": "hi"}"#,
+                r#"invalid config `provider.replies`: expected an array of strings and {"error": "message"} objects, got "hi""#,
+            ),
+            (
+                r#"{"type": "mock", "piece_delay_ms": -1}"#,
+                "invalid config `provider.piece_delay_ms`: expected a whole number from 0 to 60000, got -1",
+            ),
+            (
+                r#"{"type": "mock", "delay": 1}"#,
+                "invalid config `provider.delay`: unknown key; the mock provider keys are `type`, `replies`, `piece_delay_ms`",
+            ),
+        ] {
+            assert_eq!(error_of(provider), want, "{provider}");
+        }
+    }
+
+    #[test]
+    fn rust_callers_are_checked_in_the_same_words() {
+        let config = Config::default().provider(MockProvider::new(["hi"]).piece_delay_ms(70_000));
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "invalid config `provider.piece_delay_ms`: expected a whole number from 0 to 60000, got 70000"
+        );
+        let config = Config::new("model.gguf").provider(MockProvider::default());
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "invalid config `provider`: `model_path` and `provider` cannot both be given \
+             (an agent runs on a local model or on a provider)"
+        );
+    }
+}
