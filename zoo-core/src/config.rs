@@ -5,6 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
+use crate::provider::{self, Provider};
 use crate::template::TemplateFamily;
 
 /// Which chat template renders the conversation.
@@ -122,7 +123,7 @@ string_serde!(ToolChoice);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Path of the GGUF model file (not needed with a shared `Model` or a test backend).
+    /// Path of the GGUF model file (not needed with a shared `Model` or a `provider`).
     pub model_path: Option<String>,
     /// Context window in tokens; 0 uses the model's trained context.
     pub context_size: u32,
@@ -162,6 +163,10 @@ pub struct Config {
     pub max_tool_iterations: u32,
     /// Failed attempts at a tool allowed after the first, before `tool_retries_exhausted`.
     pub max_tool_retries: u32,
+    /// What the agent runs on instead of a local model (`None`: the model
+    /// at `model_path`), e.g. the scripted mock for testing an agent
+    /// without a model file.
+    pub provider: Option<Provider>,
 }
 
 impl Default for Config {
@@ -186,6 +191,7 @@ impl Default for Config {
             tool_choice: ToolChoice::Auto,
             max_tool_iterations: 10,
             max_tool_retries: 2,
+            provider: None,
         }
     }
 }
@@ -256,6 +262,13 @@ impl Config {
         self
     }
 
+    /// Sets `provider`: what the agent runs on instead of a local model,
+    /// e.g. `Config::default().provider(MockProvider::new(["Hello!"]))`.
+    pub fn provider(mut self, provider: impl Into<Provider>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
     /// Parses a JSON object of config keys; missing keys keep their
     /// defaults. Text that is not JSON is [`Error::InvalidJson`]; anything
     /// else wrong (not an object, an unknown or repeated key, a value of the
@@ -294,6 +307,13 @@ impl Config {
             if !floats.iter().any(|(float, _)| float == key) {
                 CONFIG_KEYS.rule(key)?.check(key, Given::Json(value))?;
             }
+        }
+        if self.model_path.is_some() && self.provider.is_some() {
+            return Err(Error::config(
+                "provider",
+                "`model_path` and `provider` cannot both be given \
+                 (an agent runs on a local model or on a provider)",
+            ));
         }
         Ok(())
     }
@@ -407,6 +427,13 @@ const CONFIG_KEYS: Settings = Settings {
         ),
         ("max_tool_iterations", Rule::whole(1, U32_MAX, "")),
         ("max_tool_retries", Rule::whole(0, 100, "")),
+        (
+            "provider",
+            Rule::Custom {
+                expected: provider::EXPECTED,
+                check: provider::check_json,
+            },
+        ),
     ],
 };
 
@@ -440,6 +467,20 @@ impl Settings {
             .iter()
             .find(|(k, _)| *k == key)
             .map(|(_, rule)| rule)
+    }
+
+    /// Checks the object at `path` (a key holding nested settings, such as
+    /// `provider`): every key must be one of these and follow its rule;
+    /// errors name the key by its whole path (`provider.piece_delay_ms`).
+    pub(crate) fn check_nested(&self, path: &str, object: &Map<String, Json>) -> Result<()> {
+        for (key, value) in object {
+            let at = format!("{path}.{key}");
+            let Some(rule) = self.find(key) else {
+                return Err(self.unknown(&at));
+            };
+            rule.check(&at, Given::Json(value))?;
+        }
+        Ok(())
     }
 
     fn unknown(&self, key: &str) -> Error {
@@ -493,6 +534,13 @@ pub(crate) enum Rule {
     Choice {
         expected: &'static str,
         parse: fn(&str) -> Result<()>,
+    },
+    /// Any JSON that `check` accepts, given the key's path and the value
+    /// (its error names the key, or a key inside it, itself): nested
+    /// settings such as `provider`.
+    Custom {
+        expected: &'static str,
+        check: fn(&str, &Json) -> Result<()>,
     },
 }
 
@@ -560,6 +608,7 @@ impl Rule {
             }
             Rule::Texts => "an array of non-empty strings".into(),
             Rule::Choice { expected, .. } => format!("a string: {expected}"),
+            Rule::Custom { expected, .. } => expected.into(),
         }
     }
 
@@ -626,6 +675,7 @@ impl Rule {
                 true
             }
             (Rule::Choice { parse, .. }, Json::String(s)) => return parse(s),
+            (Rule::Custom { check, .. }, json) => return check(key, json),
             _ => false,
         };
         if ok {
@@ -647,7 +697,7 @@ fn non_finite_name(value: f64) -> String {
 
 /// A JSON value as an error message shows it: scalars as written (strings
 /// quoted, long ones cut), containers by kind.
-fn describe(value: &Json) -> String {
+pub(crate) fn describe(value: &Json) -> String {
     const MAX_CHARS: usize = 40;
     match value {
         Json::Array(_) => "an array".into(),
@@ -683,10 +733,15 @@ pub(crate) fn read_settings(text: &str, settings: &Settings) -> Result<Map<Strin
             };
             return Err(match (segments.next(), rule) {
                 (None, rule) => rule.check(key, Given::NonFinite(value)).err(),
-                (Some(_), Rule::Texts) => Some(Error::config(
+                (Some(_), Rule::Texts | Rule::Custom { .. }) => Some(Error::config(
                     e.path().to_string(),
                     format!(
-                        "expected a non-empty string, got {}",
+                        "expected {}, got {}",
+                        if matches!(rule, Rule::Texts) {
+                            "a non-empty string"
+                        } else {
+                            "a finite number"
+                        },
                         non_finite_name(value)
                     ),
                 )),
