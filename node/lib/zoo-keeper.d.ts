@@ -50,8 +50,10 @@ export interface AgentConfig {
   contextSize?: number
   /** Tokens per llama.cpp batch (512). */
   batchSize?: number
-  /** CPU threads (0 = all cores). */
+  /** CPU threads for generating tokens (0, the default, follows the free cores). */
   threads?: number
+  /** CPU threads for prompt batches (0 = same as `threads`). */
+  threadsBatch?: number
   /** Layers offloaded to the GPU (0; -1 = all). */
   gpuLayers?: number
   /** Sampling seed (random when absent). */

@@ -24,7 +24,7 @@ const CASES = [
     "invalid config `contextSize`: expected 0 (the model's trained context) or a whole number from 64 to 4294967295, got 4294967296",
   ],
   [{ gpuLayers: -2 }, GPU_LAYERS],
-  [{ threads: 2.5 }, 'invalid config `threads`: expected a whole number from 0 to 1024 (0 uses every core), got 2.5'],
+  [{ threads: 2.5 }, 'invalid config `threads`: expected a whole number from 0 to 1024 (0 follows the free cores), got 2.5'],
   // NaN and Infinity reach the engine (JSON.stringify would turn them into null).
   [{ temperature: NaN }, 'invalid config `temperature`: expected a finite number >= 0 (0 is greedy), got NaN'],
   [

@@ -31,7 +31,7 @@ CASES = [
     ({"gpu_layers": -2}, GPU_LAYERS),
     (
         {"threads": 2.5},
-        "invalid config `threads`: expected a whole number from 0 to 1024 (0 uses every core), got 2.5",
+        "invalid config `threads`: expected a whole number from 0 to 1024 (0 follows the free cores), got 2.5",
     ),
     # Python's json writes NaN and Infinity; the core reports them against the key.
     (

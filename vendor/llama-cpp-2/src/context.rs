@@ -122,6 +122,22 @@ impl<'model> LlamaContext<'model> {
         }
     }
 
+    /// Changes how many threads later decodes use (zoo-keeper patch: wraps
+    /// `llama_set_n_threads`): `n_threads` for single tokens, `n_threads_batch`
+    /// for prompt batches. Takes effect at the next [`Self::decode`], so an
+    /// engine can follow the cores actually free from one token to the next.
+    pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) {
+        // SAFETY: the context is valid for `self`'s lifetime, and `&mut self`
+        // means no decode is running while the counts change.
+        unsafe {
+            llama_cpp_sys_2::llama_set_n_threads(
+                self.context.as_mut_ptr(),
+                n_threads,
+                n_threads_batch,
+            );
+        }
+    }
+
     /// Lets `flag` interrupt [`Self::decode`] (zoo-keeper patch: wraps
     /// `llama_set_abort_callback`). llama.cpp's compute threads check the
     /// flag between the nodes of the graph, so a long decode returns within

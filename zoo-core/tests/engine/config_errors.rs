@@ -24,7 +24,7 @@ const CASES: &[(&str, &str)] = &[
     ),
     (
         r#"{"threads": 2.5}"#,
-        "invalid config `threads`: expected a whole number from 0 to 1024 (0 uses every core), \
+        "invalid config `threads`: expected a whole number from 0 to 1024 (0 follows the free cores), \
          got 2.5",
     ),
     (

@@ -10,6 +10,7 @@ mod grammar;
 mod logs;
 mod model;
 mod text;
+mod threads;
 
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
@@ -25,6 +26,7 @@ pub use model::{Model, ModelParams};
 
 use self::model::ModelInner;
 use self::text::{StopMatcher, StopScan, Utf8Decoder};
+use self::threads::{Generating, ThreadPlanner, ThreadSetting};
 use super::{Backend, FinishReason, GenerateRequest, Generation};
 use crate::cancel::CancelToken;
 use crate::config::{Config, ToolChoice};
@@ -67,6 +69,8 @@ pub struct LlamaBackend<'m> {
     sampling: Sampling,
     /// The grammar of the last tool set, which rarely changes between replies.
     grammar_cache: Option<(String, String)>,
+    /// Thread counts, following the free cores unless the config fixes them.
+    threads: ThreadPlanner,
 }
 
 impl<'m> LlamaBackend<'m> {
@@ -79,17 +83,15 @@ impl<'m> LlamaBackend<'m> {
             0 => inner.llama.n_ctx_train(),
             n => n,
         };
-        let threads = match config.threads {
-            0 => std::thread::available_parallelism().map_or(4, |n| n.get()) as i32,
-            n => n as i32,
-        };
+        let threads = ThreadSetting::from_config(config.threads, config.threads_batch);
+        let (n_threads, n_threads_batch) = threads.initial();
         let batch_size = config.batch_size.min(n_ctx) as usize;
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(batch_size as u32)
             .with_n_ubatch(batch_size as u32)
-            .with_n_threads(threads)
-            .with_n_threads_batch(threads)
+            .with_n_threads(n_threads)
+            .with_n_threads_batch(n_threads_batch)
             // Sliding-window models (Gemma 3) can only drop part of their
             // cache when it keeps every position, which prefix reuse needs.
             .with_swa_full(true);
@@ -102,7 +104,7 @@ impl<'m> LlamaBackend<'m> {
             })?;
         tracing::debug!(
             n_ctx,
-            threads,
+            ?threads,
             batch_size,
             template = template.origin(),
             "llama context ready"
@@ -123,6 +125,7 @@ impl<'m> LlamaBackend<'m> {
                 seed: config.seed.unwrap_or_else(random_seed),
             },
             grammar_cache: None,
+            threads: ThreadPlanner::new(threads),
         })
     }
 
@@ -198,6 +201,9 @@ impl<'m> LlamaBackend<'m> {
     /// if `want_logits`. Returns false when the abort flag interrupted it,
     /// with the cache as it was before the call.
     fn decode(&mut self, tokens: &[LlamaToken], want_logits: bool) -> Result<bool> {
+        if let Some((n_threads, n_threads_batch)) = self.threads.update() {
+            self.ctx.set_n_threads(n_threads, n_threads_batch);
+        }
         self.batch.clear();
         let start = self.cached.len();
         for (i, token) in tokens.iter().enumerate() {
@@ -434,6 +440,7 @@ impl Backend for LlamaBackend<'_> {
         // The flag belongs to this chat: hand it to llama.cpp for the reply
         // only, so a later decode never sees an old chat's stop.
         self.ctx.set_abort_flag(Some(cancel.shared_flag()));
+        let _generating = Generating::start();
         let generation = self.generate_reply(request, on_piece, cancel);
         self.ctx.set_abort_flag(None);
         generation
