@@ -271,10 +271,15 @@ extern "C" {
 /**
  * Creates an agent from a JSON config (the keys of the README, e.g.
  * `{"model_path": "model.gguf", "temperature": 0}`), loading its model.
+ * With a `provider` instead of a `model_path` the agent runs on that: e.g.
+ * `{"provider": {"type": "mock", "replies": ["Hello!"], "piece_delay_ms": 0}}`
+ * is a scripted model for testing code that uses libzoo without a model
+ * file (see `zoo_agent_create_mock` for what the replies may be).
  *
  * Returns `ZOO_INVALID_JSON`, `ZOO_INVALID_CONFIG` (the message names the
- * key), `ZOO_MODEL_LOAD_FAILED` or `ZOO_INVALID_ARGUMENT`. Blocks while the
- * model loads. Free the agent with `zoo_agent_free`.
+ * key, e.g. `provider.piece_delay_ms`; a `model_path` and a `provider`
+ * together are refused), `ZOO_MODEL_LOAD_FAILED` or `ZOO_INVALID_ARGUMENT`.
+ * Blocks while the model loads. Free the agent with `zoo_agent_free`.
  */
 enum zoo_status zoo_agent_create(const char *config_json,
                                  struct zoo_agent **out_agent,
@@ -282,8 +287,9 @@ enum zoo_status zoo_agent_create(const char *config_json,
 
 /**
  * Creates an agent on a model loaded with `zoo_model_load`; `config_json`
- * may be NULL for the defaults (its `model_path` is ignored). The agent
- * shares the model's weights and has its own context.
+ * may be NULL for the defaults (its `model_path` is ignored; a `provider`
+ * is `ZOO_INVALID_CONFIG`). The agent shares the model's weights and has
+ * its own context.
  */
 enum zoo_status zoo_agent_create_with_model(const struct zoo_model *model,
                                             const char *config_json,
@@ -292,12 +298,20 @@ enum zoo_status zoo_agent_create_with_model(const struct zoo_model *model,
 
 /**
  * Creates an agent on a scripted mock model, for testing code that uses
- * libzoo without a model file. `replies_json` is a JSON array whose items
- * are the model's replies in order: a string is streamed word by word (write
- * a tool call as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`);
+ * libzoo without a model file: the same as `zoo_agent_create` with
+ * `"provider": {"type": "mock", "replies": <replies_json>, "piece_delay_ms":
+ * <piece_delay_ms>}` added to `config_json` (which may be NULL for the
+ * defaults, and must have neither a `model_path` nor a `provider`).
+ * `replies_json` (NULL for none) is a JSON array whose items are the
+ * model's replies in order: a string is streamed word by word (write a tool
+ * call as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`);
  * `{"error": "message"}` makes that reply fail with `ZOO_INFERENCE_FAILED`.
  * After the script, the mock echoes `echo: <user message>`. Each streamed
- * word waits `piece_delay_ms` first.
+ * word waits `piece_delay_ms` (at most 60000) first.
+ *
+ * Returns `ZOO_INVALID_JSON` for a `replies_json` that is not such an array
+ * (the message names the item), `ZOO_INVALID_CONFIG` or
+ * `ZOO_INVALID_ARGUMENT` as `zoo_agent_create` does.
  */
 enum zoo_status zoo_agent_create_mock(const char *config_json,
                                       const char *replies_json,

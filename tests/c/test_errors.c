@@ -391,6 +391,63 @@ void test_mock_script_errors(void) {
         CHECK(agent == SENTINEL_AGENT);
         CHECK_ERROR_MESSAGE(err);
     }
+
+    /* zoo_agent_create_mock is zoo_agent_create with the mock provider
+     * added: a config naming a provider or a model of its own, and a delay
+     * past the provider's bound, are refused in the provider's words. */
+    struct {
+        const char *config;
+        uint32_t delay_ms;
+        const char *message;
+    } refused[] = {
+        {"{\"provider\": {\"type\": \"mock\"}}", 0,
+         "invalid config `provider`: zoo_agent_create_mock makes the mock provider, so the config "
+         "may not name one (got `mock`); give it to zoo_agent_create instead"},
+        {"{\"model_path\": \"model.gguf\"}", 0,
+         "invalid config `provider`: `model_path` and `provider` cannot both be given (an agent "
+         "runs on a local model or on a provider)"},
+        {NULL, 60001,
+         "invalid config `provider.piece_delay_ms`: expected a whole number from 0 to 60000, got "
+         "60001"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *err = NULL;
+        zoo_agent *agent = SENTINEL_AGENT;
+        zoo_status s = zoo_agent_create_mock(refused[i].config, "[]", refused[i].delay_ms, &agent,
+                                             &err);
+        CHECKF(s == ZOO_INVALID_CONFIG && err && strcmp(err, refused[i].message) == 0,
+               "config %s, delay %u: status %d, message \"%s\", expected \"%s\"",
+               refused[i].config ? refused[i].config : "NULL", (unsigned)refused[i].delay_ms,
+               (int)s, err ? err : "(null)", refused[i].message);
+        CHECK(agent == SENTINEL_AGENT);
+        th_free_string(&err);
+    }
+}
+
+/* The mock chosen in zoo_agent_create's config, as a user testing their own
+ * code without a model would: the scripted replies in order (an error item
+ * fails its chat), then the echo. */
+void test_mock_provider_in_config(void) {
+    char *err = NULL, *response = NULL;
+    zoo_agent *agent = NULL;
+    REQUIRE_STATUS(zoo_agent_create("{\"temperature\": 0, \"provider\": {\"type\": \"mock\", "
+                                    "\"replies\": [\"Hello there\", {\"error\": \"no luck\"}], "
+                                    "\"piece_delay_ms\": 1}}",
+                                    &agent, &err),
+                   ZOO_OK, err);
+    if (CHECK_STATUS(zoo_agent_chat(agent, "hi", NULL, NULL, &response, &err), ZOO_OK, err)) {
+        CHECKF(strstr(response, "\"text\":\"Hello there\""), "response: %s", response);
+        th_free_string(&response);
+    }
+    CHECK_STATUS(zoo_agent_chat(agent, "again", NULL, NULL, &response, &err),
+                 ZOO_INFERENCE_FAILED, err);
+    CHECK_STR(err, "inference failed: no luck");
+    th_free_string(&err);
+    if (CHECK_STATUS(zoo_agent_chat(agent, "third", NULL, NULL, &response, &err), ZOO_OK, err)) {
+        CHECKF(strstr(response, "\"text\":\"echo: third\""), "response: %s", response);
+        th_free_string(&response);
+    }
+    zoo_agent_free(agent);
 }
 
 /* Writes a small file that is not a GGUF; returns its malloc'd path. */

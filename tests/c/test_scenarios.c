@@ -432,17 +432,40 @@ static bool run_step(zoo_agent *agent, jv step, const char *at) {
     return ok;
 }
 
-static bool run_scenario(jv scenario) {
+/* The scenario's config as zoo_agent_create takes it (malloc'd): unless
+ * it names a provider, the scenario's mock is added to it as
+ * "provider": {"type": "mock", "replies": [...], "piece_delay_ms": N}. */
+static char *scenario_config(jv scenario) {
     jv config = jv_get(scenario, "config"), mock = jv_get(scenario, "mock");
+    char *text = jv_ok(config) ? jv_text(config) : strdup("{}");
+    if (jv_kind(config) == '{' && jv_ok(jv_get(config, "provider"))) return text;
+    if (text[0] != '{') return text; /* not an object: the engine refuses it */
     jv replies = jv_get(mock, "replies"), delay = jv_get(mock, "piece_delay_ms");
-    char *config_json = jv_ok(config) ? jv_text(config) : NULL;
-    char *replies_json = jv_ok(replies) ? jv_text(replies) : NULL;
+    char *replies_text = jv_ok(replies) ? jv_text(replies) : strdup("[]");
+    char *delay_text = jv_ok(delay) ? jv_text(delay) : strdup("0");
+    /* The object's members without its braces (jv_text trims the ends). */
+    size_t len = strlen(text);
+    text[len - 1] = '\0';
+    const char *members = jm_ws(text + 1, text + len - 1);
+    const char *format = *members ? "{%s, \"provider\": {\"type\": \"mock\", \"replies\": %s, "
+                                    "\"piece_delay_ms\": %s}}"
+                                  : "{%s\"provider\": {\"type\": \"mock\", \"replies\": %s, "
+                                    "\"piece_delay_ms\": %s}}";
+    size_t size = strlen(members) + strlen(replies_text) + strlen(delay_text) + strlen(format) + 1;
+    char *out = malloc(size);
+    snprintf(out, size, format, members, replies_text, delay_text);
+    free(text);
+    free(replies_text);
+    free(delay_text);
+    return out;
+}
+
+static bool run_scenario(jv scenario) {
+    char *config_json = scenario_config(scenario);
     zoo_agent *agent = NULL;
     char *err = NULL;
-    zoo_status status = zoo_agent_create_mock(config_json, replies_json ? replies_json : "[]",
-                                              jv_ok(delay) ? (uint32_t)jv_num(delay) : 0, &agent, &err);
+    zoo_status status = zoo_agent_create(config_json, &agent, &err);
     free(config_json);
-    free(replies_json);
     jv create_error = jv_get(scenario, "create_error");
     bool ok = check_outcome(create_error, status, err, "create");
     zoo_string_free(err);

@@ -14,6 +14,7 @@
     X(invalid_utf8, 10)                      \
     X(config_errors, 10)                     \
     X(mock_script_errors, 5)                 \
+    X(mock_provider_in_config, 10)           \
     X(model_load_errors, 10)                 \
     X(register_tool_errors, 10)              \
     X(tool_choice_errors, 10)                \

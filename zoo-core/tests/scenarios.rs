@@ -1,6 +1,6 @@
 //! The Rust runner of the shared scenario suite: every JSON file in
 //! `tests/scenarios/` (format in `tests/scenarios/README.md`) runs here
-//! against `zoo_core::Agent` on the mock backend, as it runs in the C,
+//! against `zoo_core::Agent` on the mock provider, as it runs in the C,
 //! Python and Node runners. Each failure names its scenario and step and
 //! shows what was expected beside what came back.
 
@@ -9,10 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Message, MockBackend, MockReply, Tool,
-    ToolChoice,
-};
+use zoo_core::{Agent, CancelToken, ChatOptions, Config, Error, Message, Tool, ToolChoice};
 
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
@@ -207,6 +204,9 @@ fn check_format(scenario: &Value) -> Result<(), String> {
     )?;
     if let Some(mock) = scenario.get("mock") {
         check_keys(mock, &["replies", "piece_delay_ms"], "mock")?;
+        if scenario["config"].get("provider").is_some() {
+            return Err("a scenario whose config names a provider has no `mock`".into());
+        }
     }
     for tool in scenario["tools"].as_array().into_iter().flatten() {
         let at = format!("tool {}", tool["name"]);
@@ -266,24 +266,35 @@ fn check_format(scenario: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The scenario's config as `Config::from_json` takes it: unless it names
+/// a provider, the scenario's mock is added to it as
+/// `"provider": {"type": "mock", "replies": [...], "piece_delay_ms": N}`.
+fn scenario_config(scenario: &Value) -> Value {
+    let mut config = scenario.get("config").cloned().unwrap_or(json!({}));
+    if let Some(object) = config.as_object_mut() {
+        if !object.contains_key("provider") {
+            let mock = scenario.get("mock");
+            let field = |key: &str, default: Value| {
+                mock.and_then(|m| m.get(key)).cloned().unwrap_or(default)
+            };
+            object.insert(
+                "provider".into(),
+                json!({
+                    "type": "mock",
+                    "replies": field("replies", json!([])),
+                    "piece_delay_ms": field("piece_delay_ms", json!(0)),
+                }),
+            );
+        }
+    }
+    config
+}
+
 fn run_scenario(scenario: &Value) -> Result<(), String> {
     check_format(scenario)?;
     let current = Current::default();
-    let config_json = scenario.get("config").cloned().unwrap_or(json!({}));
-    let config = Config::from_json(&config_json.to_string());
-    let mock = scenario.get("mock").cloned().unwrap_or(json!({}));
-    let replies = match mock.get("replies") {
-        Some(replies) => MockReply::script_from_json(&replies.to_string())
-            .map_err(|e| format!("mock.replies: {e}"))?,
-        None => Vec::new(),
-    };
-    let backend = MockBackend::with_script(replies);
-    let delay = mock
-        .get("piece_delay_ms")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    backend.set_piece_delay(Duration::from_millis(delay));
-    let created = config.and_then(|config| Agent::with_backend(backend, config));
+    let config = Config::from_json(&scenario_config(scenario).to_string());
+    let created = config.and_then(Agent::create);
     let agent = match (created, scenario.get("create_error")) {
         (Ok(_), Some(want)) => return Err(format!("create: want the error {want}, got an agent")),
         (Err(error), want) => return check_error(want, &error, "create"),

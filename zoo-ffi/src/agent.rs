@@ -2,9 +2,8 @@
 //! stopping a chat.
 
 use std::ffi::c_char;
-use std::time::Duration;
 
-use zoo_core::{Agent, Config, Error, Message, MockBackend, MockReply};
+use zoo_core::{Agent, Config, Error, Message, MockProvider, MockReply};
 
 use crate::boundary::{
     guard, guard_void, handle_arg, into_c_string, opt_str_arg, out_arg, str_arg,
@@ -31,10 +30,15 @@ fn boxed(agent: Agent) -> *mut zoo_agent {
 
 /// Creates an agent from a JSON config (the keys of the README, e.g.
 /// `{"model_path": "model.gguf", "temperature": 0}`), loading its model.
+/// With a `provider` instead of a `model_path` the agent runs on that: e.g.
+/// `{"provider": {"type": "mock", "replies": ["Hello!"], "piece_delay_ms": 0}}`
+/// is a scripted model for testing code that uses libzoo without a model
+/// file (see `zoo_agent_create_mock` for what the replies may be).
 ///
 /// Returns `ZOO_INVALID_JSON`, `ZOO_INVALID_CONFIG` (the message names the
-/// key), `ZOO_MODEL_LOAD_FAILED` or `ZOO_INVALID_ARGUMENT`. Blocks while the
-/// model loads. Free the agent with `zoo_agent_free`.
+/// key, e.g. `provider.piece_delay_ms`; a `model_path` and a `provider`
+/// together are refused), `ZOO_MODEL_LOAD_FAILED` or `ZOO_INVALID_ARGUMENT`.
+/// Blocks while the model loads. Free the agent with `zoo_agent_free`.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create(
     config_json: *const c_char,
@@ -50,8 +54,9 @@ pub extern "C" fn zoo_agent_create(
 }
 
 /// Creates an agent on a model loaded with `zoo_model_load`; `config_json`
-/// may be NULL for the defaults (its `model_path` is ignored). The agent
-/// shares the model's weights and has its own context.
+/// may be NULL for the defaults (its `model_path` is ignored; a `provider`
+/// is `ZOO_INVALID_CONFIG`). The agent shares the model's weights and has
+/// its own context.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create_with_model(
     model: *const zoo_model,
@@ -69,12 +74,20 @@ pub extern "C" fn zoo_agent_create_with_model(
 }
 
 /// Creates an agent on a scripted mock model, for testing code that uses
-/// libzoo without a model file. `replies_json` is a JSON array whose items
-/// are the model's replies in order: a string is streamed word by word (write
-/// a tool call as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`);
+/// libzoo without a model file: the same as `zoo_agent_create` with
+/// `"provider": {"type": "mock", "replies": <replies_json>, "piece_delay_ms":
+/// <piece_delay_ms>}` added to `config_json` (which may be NULL for the
+/// defaults, and must have neither a `model_path` nor a `provider`).
+/// `replies_json` (NULL for none) is a JSON array whose items are the
+/// model's replies in order: a string is streamed word by word (write a tool
+/// call as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`);
 /// `{"error": "message"}` makes that reply fail with `ZOO_INFERENCE_FAILED`.
 /// After the script, the mock echoes `echo: <user message>`. Each streamed
-/// word waits `piece_delay_ms` first.
+/// word waits `piece_delay_ms` (at most 60000) first.
+///
+/// Returns `ZOO_INVALID_JSON` for a `replies_json` that is not such an array
+/// (the message names the item), `ZOO_INVALID_CONFIG` or
+/// `ZOO_INVALID_ARGUMENT` as `zoo_agent_create` does.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create_mock(
     config_json: *const c_char,
@@ -85,14 +98,29 @@ pub extern "C" fn zoo_agent_create_mock(
 ) -> zoo_status {
     guard(out_error, || {
         let out = out_arg(out_agent, "out_agent")?;
-        let config = config_arg(config_json)?;
-        let script = match opt_str_arg(replies_json, "replies_json")? {
+        let mut config = config_arg(config_json)?;
+        let replies = match opt_str_arg(replies_json, "replies_json")? {
             None => Vec::new(),
             Some(json) => MockReply::script_from_json(json)?,
         };
-        let mock = MockBackend::with_script(script);
-        mock.set_piece_delay(Duration::from_millis(u64::from(piece_delay_ms)));
-        out.write(boxed(Agent::with_backend(mock, config)?));
+        if let Some(provider) = &config.provider {
+            return Err(Error::config(
+                "provider",
+                format!(
+                    "zoo_agent_create_mock makes the mock provider, so the config may not \
+                     name one (got `{}`); give it to zoo_agent_create instead",
+                    provider.type_name()
+                ),
+            ));
+        }
+        config.provider = Some(
+            MockProvider {
+                replies,
+                piece_delay_ms,
+            }
+            .into(),
+        );
+        out.write(boxed(Agent::create(config)?));
         Ok(())
     })
 }
