@@ -1,0 +1,301 @@
+//! The agent runtime on the mock: the event stream's ordering invariant on
+//! every path a chat can end by, steering and follow-ups from other threads,
+//! and queued messages that a stopped or failed chat gives back.
+
+use std::collections::HashSet;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use zoo_core::{
+    AgentEvent, CancelToken, ChatOptions, ErrorCode, EventKind, MockBackend, MockReply, Role,
+    StopReason, Tool,
+};
+
+use super::agent_on;
+
+/// Generous bound for a chat on a loaded machine; only a broken test waits it.
+const PROMPTLY: Duration = Duration::from_secs(30);
+
+fn call(name: &str) -> MockReply {
+    MockReply::text(format!(
+        "<tool_call>{{\"name\": \"{name}\", \"arguments\": {{}}}}</tool_call>"
+    ))
+}
+
+fn recorder() -> (Arc<Mutex<Vec<AgentEvent>>>, ChatOptions) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let options = ChatOptions::new().on_event(move |e| sink.lock().unwrap().push(e.clone()));
+    (events, options)
+}
+
+/// The invariant of `zoo_core::event`: `chat_started` first, `chat_finished`
+/// last, `seq` from 0 without gaps, one chat's identity throughout, turns
+/// that never overlap, and every started call finished.
+fn assert_well_formed(events: &[AgentEvent], stop_reason: StopReason) {
+    let types: Vec<String> = events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        matches!(
+            events.first().map(|e| &e.kind),
+            Some(EventKind::ChatStarted { .. })
+        ),
+        "{types:?}"
+    );
+    match events.last().map(|e| &e.kind) {
+        Some(EventKind::ChatFinished {
+            stop_reason: got, ..
+        }) => {
+            assert_eq!(*got, stop_reason, "{types:?}")
+        }
+        other => panic!("the last event is {other:?}: {types:?}"),
+    }
+    let (agent, chat) = (events[0].agent_id, events[0].chat_id);
+    let mut open_turn = None;
+    let mut open_calls = HashSet::new();
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(
+            (event.seq, event.agent_id, event.chat_id),
+            (i as u64, agent, chat)
+        );
+        match &event.kind {
+            EventKind::TurnStarted { turn } => {
+                assert_eq!(
+                    open_turn.replace(*turn),
+                    None,
+                    "overlapping turns: {types:?}"
+                )
+            }
+            EventKind::TurnFinished { turn, .. } => {
+                assert_eq!(open_turn.take(), Some(*turn), "{types:?}")
+            }
+            EventKind::ToolCallStarted { id, .. } => assert!(open_calls.insert(id.clone())),
+            EventKind::ToolCallFinished { id, .. } => assert!(open_calls.remove(id)),
+            EventKind::ChatStarted { .. } | EventKind::ChatFinished { .. }
+                if i > 0 && i + 1 < events.len() =>
+            {
+                panic!("chat_started or chat_finished inside the stream: {types:?}")
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(open_turn, None, "{types:?}");
+    assert!(open_calls.is_empty(), "{types:?}");
+}
+
+fn echo_tool(name: &str) -> Tool {
+    Tool::new(name, "test tool", json!({"type": "object"}), |_| {
+        Ok(json!("ok"))
+    })
+    .unwrap()
+}
+
+#[test]
+fn the_event_stream_is_well_formed_on_every_path() {
+    // Success with a tool call, a failing tool, a limit.
+    let mock = MockBackend::with_script([call("ok"), MockReply::text("done")]);
+    let agent = agent_on(&mock);
+    agent.register_tool(echo_tool("ok"));
+    let failing = Tool::new("bad", "fails", json!({"type": "object"}), |_| {
+        Err::<serde_json::Value, _>("broken".to_string())
+    })
+    .unwrap();
+    agent.register_tool(failing);
+    let (events, options) = recorder();
+    agent.chat("go", options).wait().unwrap();
+    assert_well_formed(&events.lock().unwrap(), StopReason::Stop);
+
+    mock.push_replies([call("bad"), MockReply::text("sorry")]);
+    let (events, options) = recorder();
+    agent.chat("go", options).wait().unwrap();
+    assert_well_formed(&events.lock().unwrap(), StopReason::Stop);
+
+    mock.push_replies([call("ok"), MockReply::text("unused")]);
+    let (events, options) = recorder();
+    let response = agent.chat("go", options.max_turns(1)).wait().unwrap();
+    assert_eq!(response.stop_reason, StopReason::Limit);
+    assert_well_formed(&events.lock().unwrap(), StopReason::Limit);
+    mock.clear_script();
+
+    // A backend error: the chat fails, and its stream still closes.
+    mock.push_replies([
+        call("ok"),
+        MockReply::Fail(zoo_core::Error::InferenceFailed("out of memory".into())),
+    ]);
+    let (events, options) = recorder();
+    let error = agent.chat("go", options).wait().unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InferenceFailed);
+    assert_well_formed(&events.lock().unwrap(), StopReason::Error);
+
+    // Cancelled before it started, and while a tool ran.
+    let token = CancelToken::new();
+    token.cancel();
+    let (events, options) = recorder();
+    agent
+        .chat("go", options.cancel_token(token))
+        .wait()
+        .unwrap();
+    assert_well_formed(&events.lock().unwrap(), StopReason::Cancelled);
+
+    let token = CancelToken::new();
+    let stopper = token.clone();
+    agent.register_tool(
+        Tool::new("stop", "stops", json!({"type": "object"}), move |_| {
+            stopper.cancel();
+            Ok(json!("stopped"))
+        })
+        .unwrap(),
+    );
+    mock.push_replies([call("stop"), MockReply::text("unused")]);
+    let (events, options) = recorder();
+    let response = agent
+        .chat("go", options.cancel_token(token))
+        .wait()
+        .unwrap();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    assert_well_formed(&events.lock().unwrap(), StopReason::Cancelled);
+}
+
+#[test]
+fn chats_and_agents_have_their_own_ids() {
+    let mock = MockBackend::new();
+    let (first, second) = (agent_on(&mock), agent_on(&mock));
+    assert_ne!(first.id(), second.id());
+    let mut chat_ids = Vec::new();
+    for _ in 0..3 {
+        let (events, options) = recorder();
+        first.chat("hi", options).wait().unwrap();
+        let events = events.lock().unwrap();
+        assert!(events.iter().all(|e| e.agent_id == first.id()));
+        chat_ids.push(events[0].chat_id);
+    }
+    assert_eq!(chat_ids, [1, 2, 3]);
+}
+
+#[test]
+fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
+    let mock = MockBackend::with_script([
+        MockReply::text("a long first answer with many words"),
+        MockReply::text("corrected answer"),
+    ]);
+    mock.set_piece_delay(Duration::from_millis(5));
+    let agent = Arc::new(agent_on(&mock));
+    let (first_token, token_seen) = mpsc::channel();
+    let first_token = Mutex::new(Some(first_token));
+    let (events, options) = recorder();
+    let handle = agent.chat(
+        "question",
+        options.on_token(move |_| {
+            if let Some(tx) = first_token.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        }),
+    );
+    token_seen
+        .recv_timeout(PROMPTLY)
+        .expect("the reply streams");
+    let steerer = Arc::clone(&agent);
+    std::thread::spawn(move || steerer.steer("be brief"))
+        .join()
+        .unwrap();
+    let response = handle.wait().unwrap();
+    assert_eq!(response.text, "corrected answer");
+    let events = events.lock().unwrap();
+    assert_well_formed(&events, StopReason::Stop);
+    assert!(events.iter().any(|e| e.kind
+        == EventKind::SteeringReceived {
+            message: "be brief".into()
+        }));
+    let history: Vec<(Role, String)> = agent
+        .history()
+        .into_iter()
+        .map(|m| (m.role, m.content))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (Role::User, "question".into()),
+            (
+                Role::Assistant,
+                "a long first answer with many words".into()
+            ),
+            (Role::User, "be brief".into()),
+            (Role::Assistant, "corrected answer".into()),
+        ]
+    );
+}
+
+#[test]
+fn a_follow_up_that_a_stop_cuts_off_goes_back_to_its_queue() {
+    let mock = MockBackend::with_script([MockReply::text("first")]);
+    let agent = agent_on(&mock);
+    agent.follow_up("later");
+    // Stop the chat the moment the follow-up starts its round: its user
+    // message must leave the history again, and wait for the next chat.
+    let token = CancelToken::new();
+    let stopper = token.clone();
+    let options = ChatOptions::new().cancel_token(token).on_event(move |e| {
+        if matches!(e.kind, EventKind::FollowUpStarted { .. }) {
+            stopper.cancel();
+        }
+    });
+    let response = agent.chat("now", options).wait().unwrap();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    let last = agent.history().pop().unwrap();
+    assert_eq!(
+        (last.role, last.content.as_str()),
+        (Role::Assistant, "first")
+    );
+
+    mock.push_replies([MockReply::text("second"), MockReply::text("answered later")]);
+    let response = agent.chat("again", ChatOptions::new()).wait().unwrap();
+    assert_eq!(response.text, "answered later");
+    let contents: Vec<String> = agent.history().into_iter().map(|m| m.content).collect();
+    assert_eq!(
+        contents,
+        ["now", "first", "again", "second", "later", "answered later"]
+    );
+}
+
+#[test]
+fn a_failed_chat_gives_back_the_messages_it_took() {
+    let mock = MockBackend::with_script([
+        MockReply::text("first"),
+        MockReply::Fail(zoo_core::Error::InferenceFailed("down".into())),
+    ]);
+    let agent = agent_on(&mock);
+    agent.follow_up("later");
+    let error = agent.chat("now", ChatOptions::new()).wait().unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InferenceFailed);
+    assert!(agent.history().is_empty(), "the failed chat is undone");
+
+    mock.push_replies([MockReply::text("hello"), MockReply::text("answered later")]);
+    let response = agent.chat("hi", ChatOptions::new()).wait().unwrap();
+    assert_eq!(response.text, "answered later");
+    assert_eq!(agent.history().len(), 4);
+}
+
+#[test]
+fn a_steer_queued_between_chats_waits_for_the_chats_own_reply() {
+    // A steer queued between chats is taken by the next chat after its own
+    // message is answered, never as two user messages in a row.
+    let mock = MockBackend::with_script([MockReply::text("one"), MockReply::text("two")]);
+    let agent = agent_on(&mock);
+    agent.steer("also this");
+    let response = agent.chat("first", ChatOptions::new()).wait().unwrap();
+    assert_eq!(response.text, "two");
+    let roles: Vec<Role> = agent.history().into_iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+}
