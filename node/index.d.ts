@@ -97,12 +97,11 @@ export declare class NativeModel {
 
 /**
  * Starts an agent off the JS thread. `configJson` holds the config keys
- * (snake_case JSON); `model` shares a loaded model; `mockRepliesJson`
- * (tests only) runs on a scripted mock backend streaming each reply in
- * pieces, `mockDelayMs` apart: a JSON array of strings and
- * `{"error": ...}` items, as C's `zoo_agent_create_mock` takes.
+ * (snake_case JSON): a `model_path`, or a `provider` such as the scripted
+ * mock (`{"type": "mock", "replies": [...], "piece_delay_ms": N}`);
+ * `model` shares a loaded model instead.
  */
-export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, mockRepliesJson?: string | undefined | null, mockDelayMs?: number | undefined | null): Promise<NativeAgent>
+export declare function createAgent(configJson: string, model?: NativeModel | undefined | null): Promise<NativeAgent>
 
 /**
  * Loads a GGUF file off the JavaScript thread. `paramsJson` holds the

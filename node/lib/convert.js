@@ -51,15 +51,35 @@ function configToJson(config) {
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue
     if (toJson(value) === undefined) throw [key, `expected a JSON value, got ${typeof value}`]
-    out[snake(key)] = value
+    out[snake(key)] = key === 'provider' ? snakeKeys(value) : value
   }
   return toJson(out)
 }
 
-/** Puts the camelCase key back into an engine message that names a snake_case one. */
-function camelMessage(message) {
-  return message.replace(/`([a-z]+(?:_[a-z0-9]+)+)`/g, (_, key) => `\`${camel(key)}\``)
+/**
+ * A nested settings object (the `provider`) with its own keys in
+ * snake_case; its values are the user's (mock replies, HTTP headers) and
+ * stay as they are. Anything but a plain object is left for the engine to
+ * refuse.
+ */
+function snakeKeys(value) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  const out = {}
+  for (const [key, item] of Object.entries(value)) out[snake(key)] = item
+  return out
 }
+
+/**
+ * Puts the camelCase key back into an engine message that names a
+ * snake_case one, also inside a path (`provider.piece_delay_ms` is
+ * `provider.pieceDelayMs`).
+ */
+function camelMessage(message) {
+  return message.replace(KEY_IN_MESSAGE, (_, key) => `\`${camel(key)}\``)
+}
+
+/** A backquoted key or key path with an underscore in it. */
+const KEY_IN_MESSAGE = /`((?:[a-z][a-z0-9]*(?:\[\d+\])*\.)*[a-z]+(?:_[a-z0-9]+)+(?:\[\d+\])*)`/g
 
 function toolCall(call) {
   return { id: call.id, name: call.name, arguments: call.arguments }

@@ -75,7 +75,29 @@ export interface AgentConfig {
   maxToolIterations?: number
   /** Retries of a failing tool call (2). */
   maxToolRetries?: number
+  /** What the agent runs on instead of a local model (then no `modelPath`). */
+  provider?: Provider
 }
+
+/** A reply of the mock provider: a string streamed word by word, or an error that fails its chat (`inferenceFailed`). */
+export type MockReply = string | { error: string }
+
+/**
+ * The mock provider: a scripted model, for testing code that uses an agent
+ * without a model file. It gives `replies` in order (write a tool call as
+ * `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`), then answers
+ * `echo: <message>`.
+ */
+export interface MockProvider {
+  type: 'mock'
+  /** The model's replies, in order. */
+  replies?: MockReply[]
+  /** Milliseconds before each streamed word (0 to 60000; 0 by default). */
+  pieceDelayMs?: number
+}
+
+/** What an agent runs on instead of a local model: an object tagged by `type`. */
+export type Provider = MockProvider
 
 export interface ModelLoadOptions {
   gpuLayers?: number

@@ -164,27 +164,23 @@ class Agent {
    * Creates an agent (loading its model off the JavaScript thread).
    * `config` takes every config key in camelCase (`modelPath`,
    * `contextSize`, `temperature`, `toolChoice`, ...) and `model`, a loaded
-   * `Model` to share.
+   * `Model` to share. `provider` runs it on something else than a local
+   * model, e.g. the scripted mock for testing code without a model file:
+   * `{provider: {type: 'mock', replies: ['Hello!', {error: 'boom'}], pieceDelayMs: 5}}`.
    */
   static async create(config = {}) {
     // Anything but an object goes to the engine as it is, which refuses it
     // in the same words as for C and Python.
     const object = config !== null && typeof config === 'object' && !Array.isArray(config)
-    const { model, _mockReplies, _mockDelayMs, ...rest } = object ? config : {}
+    const { model, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
-    if (_mockReplies !== undefined && !Array.isArray(_mockReplies)) throw invalid('`_mockReplies` must be an array of strings and {error} objects')
-    if (object && model === undefined && _mockReplies === undefined && rest.modelPath === undefined) {
-      throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath` or `model` (a loaded Model)')
+    if (object && model === undefined && rest.modelPath === undefined && rest.provider === undefined) {
+      throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath`, `model` (a loaded Model) or `provider`')
     }
     const json = settingsJson(object ? rest : config)
     let nativeAgent
     try {
-      nativeAgent = await binding.createAgent(
-        json,
-        model === undefined ? null : Model._native(model),
-        _mockReplies === undefined ? null : JSON.stringify(_mockReplies),
-        _mockDelayMs ?? null,
-      )
+      nativeAgent = await binding.createAgent(json, model === undefined ? null : Model._native(model))
     } catch (error) {
       throw configError(error)
     }

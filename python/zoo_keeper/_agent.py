@@ -80,23 +80,28 @@ class Agent:
     Create it with `model_path=...` (or `model=` a shared `Model`) and any
     config key (`temperature`, `context_size`, `tool_choice`, ...). Use it as a
     context manager, or call `close()`.
+
+    `provider=` runs it on something else than a local model. To test code
+    that uses an agent without a model file, the mock gives scripted replies
+    in order (a string is streamed word by word; a tool call is written
+    `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`;
+    `{"error": "message"}` fails that chat with `InferenceError`), then
+    echoes `echo: <message>`::
+
+        Agent(provider={"type": "mock", "replies": ["Hello!", {"error": "boom"}], "piece_delay_ms": 5})
     """
 
     def __init__(self, model_path: Optional[str] = None, *, model: Optional[Model] = None, **config: Any) -> None:
-        mock_replies = config.pop("_mock_replies", None)
-        mock_delay_ms = config.pop("_mock_delay_ms", 0)
         if model_path is not None:
             config["model_path"] = str(model_path)
-        if model is None and mock_replies is None and "model_path" not in config:
-            raise TypeError("Agent needs model_path=... or model=Model(...)")
+        if model is None and "model_path" not in config and "provider" not in config:
+            raise TypeError("Agent needs model_path=..., model=Model(...) or provider={...}")
         self._async_tools = _AsyncToolRunner()
         self._native = _native.NativeAgent(
             # json.dumps writes NaN and Infinity for non-finite floats; the
             # core reads them and raises InvalidConfigError naming the key.
             json.dumps(config),
             model._native if model is not None else None,
-            None if mock_replies is None else json.dumps(mock_replies),
-            mock_delay_ms,
         )
         _LIVE.add(self)
 

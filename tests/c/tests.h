@@ -1,10 +1,17 @@
 /*
  * tests.h: every test, in run order, with its time limit in seconds
  * (multiplied by ZOO_TEST_TIMEOUT_SCALE). Names starting with real_ need
- * the model; all others run on the mock.
+ * the model; all others run on the mock. The quick tier
+ * (ZOO_TEST_QUICK=1, as `scripts/test --quick` runs) leaves out the
+ * real_ tests and those that need the MCP servers from npm, listed in
+ * ZOO_TESTS_NEEDING_NPM.
  */
 #ifndef ZOO_TEST_TESTS_H
 #define ZOO_TEST_TESTS_H
+
+/* fnmatch patterns, comma-separated: the tests that need the MCP servers
+ * installed from npm by scripts/fetch-mcp-servers. */
+#define ZOO_TESTS_NEEDING_NPM "mcp_everything_*"
 
 #define ZOO_TESTS(X)                         \
     /* test_errors.c */                      \

@@ -40,7 +40,7 @@ async function callbackCost() {
   const streamed = []
   for (let round = 0; round < ROUNDS; round++) {
     for (const [onToken, out] of [[undefined, plain], [() => {}, streamed]]) {
-      const agent = await zk.Agent.create({ _mockReplies: [reply] })
+      const agent = await zk.Agent.create({ provider: { type: 'mock', replies: [reply] } })
       const started = performance.now()
       let delivered = 0
       const response = await agent.chat('go', { onToken: onToken && ((t) => { delivered++; onToken(t) }) })

@@ -4,7 +4,7 @@ import { zk, modelPath, toolCall, ADD } from './helpers.mjs'
 
 const real = process.argv[2] === 'model'
 const agent = await zk.Agent.create(
-  real ? { modelPath: modelPath(), temperature: 0, maxTokens: 64, threads: 2 } : { _mockReplies: [toolCall('add', { a: 1, b: 2 }), 'three'] },
+  real ? { modelPath: modelPath(), temperature: 0, maxTokens: 64, threads: 2 } : { provider: { type: 'mock', replies: [toolCall('add', { a: 1, b: 2 }), 'three'] } },
 )
 agent.registerTool(ADD, ({ a, b }) => a + b)
 const response = await agent.chat('What is 1 + 2?', { toolChoice: real ? 'add' : undefined })

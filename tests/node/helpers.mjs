@@ -17,6 +17,11 @@ export const zk = consumerRequire('zoo-keeper')
 export const PACKAGE_PATH = consumerRequire.resolve('zoo-keeper')
 
 export function modelPath(name = 'SmolLM2-135M-Instruct.Q4_1.gguf') {
+  // The quick tier (scripts/test --quick) runs no file that needs the
+  // model: a test that gets here there belongs in model.test.mjs.
+  if (process.env.ZOO_TEST_QUICK === '1') {
+    throw new Error('this test needs the model: put it in model.test.mjs (the quick tier runs without it)')
+  }
   const file = path.join(process.env.ZOO_MODELS_DIR ?? path.join(ROOT, 'models'), name)
   if (!existsSync(file)) throw new Error(`${file} is missing: run scripts/fetch-models first`)
   return file
@@ -27,8 +32,9 @@ export function toolCall(name, args) {
   return `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`
 }
 
-export function mockAgent(replies, config = {}) {
-  return zk.Agent.create({ _mockReplies: replies, ...config })
+/** An agent on the mock provider: `replies` in order, `pieceDelayMs` before each streamed word. */
+export function mockAgent(replies, config = {}, pieceDelayMs = 0) {
+  return zk.Agent.create({ provider: { type: 'mock', replies, pieceDelayMs }, ...config })
 }
 
 export const ADD = {

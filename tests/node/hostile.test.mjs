@@ -79,7 +79,7 @@ test('an onToken that throws rejects the chat and leaves the history as it was',
   // word) keeps the chat running while the first token's failure comes
   // back, however busy the machine; the abort ends it at once.
   const words = Array.from({ length: 30000 }, (_, i) => `w${i}`).join(' ')
-  const agent = await mockAgent(['first answer', words], { _mockDelayMs: 1 })
+  const agent = await mockAgent(['first answer', words], {}, 1)
   await agent.chat('one')
   const before = agent.history()
   await assert.rejects(

@@ -1,4 +1,4 @@
-// The Node package on the mock backend: API, ordering, tools, cancellation,
+// The Node package on the mock provider: API, ordering, tools, cancellation,
 // errors and process exit.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -104,7 +104,7 @@ test('a throwing, a rejecting and an unserializable tool become tool errors the 
 // it.
 
 test('an AbortSignal cancels the chat: rejects with code 8 and the partial reply', async () => {
-  const agent = await mockAgent([Array(10_000).fill('word').join(' '), 'next'], { _mockDelayMs: 2 })
+  const agent = await mockAgent([Array(10_000).fill('word').join(' '), 'next'], {}, 2)
   const controller = new AbortController()
   let tokens = 0
   const started = Date.now()
@@ -135,7 +135,7 @@ test('an AbortSignal cancels the chat: rejects with code 8 and the partial reply
 })
 
 test('stop() ends the chat as cancelled', async () => {
-  const agent = await mockAgent([Array(10_000).fill('word').join(' ')], { _mockDelayMs: 2 })
+  const agent = await mockAgent([Array(10_000).fill('word').join(' ')], {}, 2)
   const chat = agent.chat('long', {
     onToken: () => agent.stop(),
   })
@@ -161,7 +161,7 @@ test('stream() yields tokens and events in order, then the response', async () =
 })
 
 test('leaving a stream early cancels its chat', async () => {
-  const agent = await mockAgent([Array(20_000).fill('word').join(' '), 'after'], { _mockDelayMs: 1 })
+  const agent = await mockAgent([Array(20_000).fill('word').join(' '), 'after'], {}, 1)
   let count = 0
   const stream = agent.stream('long')
   for await (const item of stream) {
@@ -174,7 +174,7 @@ test('leaving a stream early cancels its chat', async () => {
 })
 
 test('a stream rejects with the chat error', async () => {
-  const agent = await mockAgent([Array(30_000).fill('w').join(' ')], { _mockDelayMs: 1 })
+  const agent = await mockAgent([Array(30_000).fill('w').join(' ')], {}, 1)
   // close() fails every chat not yet started: wait until the first one runs,
   // so that it ends as cancelled and only the queued stream fails.
   let running
@@ -196,7 +196,7 @@ test('a stream rejects with the chat error', async () => {
 })
 
 test('an exception in onToken stops the chat and rejects with it', async () => {
-  const agent = await mockAgent([Array(20_000).fill('word').join(' '), 'next'], { _mockDelayMs: 1 })
+  const agent = await mockAgent([Array(20_000).fill('word').join(' '), 'next'], {}, 1)
   const mine = new Error('callback failed')
   let calls = 0
   await assert.rejects(
@@ -303,7 +303,7 @@ test('queued chats run in order; close() fails the queued ones', async () => {
   const results = await Promise.all([agent.chat('1'), agent.chat('2'), agent.chat('3')])
   assert.deepEqual(results.map((r) => r.text), ['a', 'b', 'c'])
 
-  const slow = await mockAgent([Array(30_000).fill('w').join(' '), 'never'], { _mockDelayMs: 1 })
+  const slow = await mockAgent([Array(30_000).fill('w').join(' '), 'never'], {}, 1)
   const first = slow.chat('long')
   const second = slow.chat('queued')
   const closing = slow.close()
@@ -330,4 +330,30 @@ test('a script that never calls close() exits by itself (child process, time lim
   // Well under a second when idle; an agent that kept the event loop alive
   // would never exit.
   assert.ok(ended - exitingAt < 10_000, `the exit took ${ended - exitingAt} ms`)
+})
+
+test('the mock is a public provider, chosen in the config as a user testing their own agent would', async () => {
+  const agent = await zk.Agent.create({
+    provider: { type: 'mock', replies: ['Hello there', { error: 'no luck' }], pieceDelayMs: 1 },
+  })
+  const tokens = []
+  assert.equal((await agent.chat('hi', { onToken: (t) => tokens.push(t) })).text, 'Hello there')
+  assert.deepEqual(tokens, ['Hello', ' there'])
+  await assert.rejects(agent.chat('again'), { code: ErrorCode.INFERENCE_FAILED, message: 'inference failed: no luck' })
+  assert.equal((await agent.chat('third')).text, 'echo: third')
+  await agent.close()
+  // Its keys are named in camelCase, also inside the provider.
+  await assert.rejects(zk.Agent.create({ provider: { type: 'mock', pieceDelayMs: -5 } }), {
+    code: ErrorCode.INVALID_CONFIG,
+    message: 'invalid config `provider.pieceDelayMs`: expected a whole number from 0 to 60000, got -5',
+  })
+  // The private keys of earlier versions are gone.
+  await assert.rejects(zk.Agent.create({ _mockReplies: ['hi'] }), {
+    code: ErrorCode.INVALID_CONFIG,
+    message: 'Agent.create needs `modelPath`, `model` (a loaded Model) or `provider`',
+  })
+  await assert.rejects(zk.Agent.create({ provider: { type: 'mock' }, _mockDelayMs: 1 }), {
+    code: ErrorCode.INVALID_CONFIG,
+    message: /^invalid config `_mock_delay_ms`: unknown key/,
+  })
 })

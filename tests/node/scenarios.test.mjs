@@ -72,8 +72,12 @@ function checkError(want, error, at) {
   assert.equal(error.codeName, want.code, `${at}: codeName`)
   if ('message' in want) {
     // Node names config keys in camelCase, as it takes them.
+    // Also inside a key path: `provider.piece_delay_ms` is `provider.pieceDelayMs`.
     const message = want.code === 'invalid_config'
-      ? want.message.replace(/`([a-z]+(?:_[a-z0-9]+)+)`/g, (_, key) => `\`${camel(key)}\``)
+      ? want.message.replace(
+        /`((?:[a-z][a-z0-9]*(?:\[\d+\])*\.)*[a-z]+(?:_[a-z0-9]+)+(?:\[\d+\])*)`/g,
+        (_, key) => `\`${camel(key)}\``,
+      )
       : want.message
     assert.equal(error.message, message, `${at}.message`)
   }
@@ -110,15 +114,18 @@ async function runChat(agent, step, at) {
   if (expect.events) matches(camelize(expect.events.map(eventPattern)), events, `${at}.events`)
 }
 
-async function runScenario(scenario) {
+/** The scenario's config in camelCase: unless it names a provider, the scenario's mock is added as `provider: {type: 'mock', ...}`. */
+function scenarioConfig(scenario) {
+  const config = camelize(scenario.config ?? {})
+  if (config.provider !== undefined) return config
   const mock = scenario.mock ?? {}
+  return { ...config, provider: { type: 'mock', replies: mock.replies ?? [], pieceDelayMs: mock.piece_delay_ms ?? 0 } }
+}
+
+async function runScenario(scenario) {
   let agent
   try {
-    agent = await zk.Agent.create({
-      _mockReplies: mock.replies ?? [],
-      _mockDelayMs: mock.piece_delay_ms ?? 0,
-      ...camelize(scenario.config ?? {}),
-    })
+    agent = await zk.Agent.create(scenarioConfig(scenario))
   } catch (error) {
     checkError(scenario.create_error, error, 'create')
     return

@@ -87,3 +87,23 @@ test('MCP servers of both kinds type-check', () => {
   ])
   assert.equal(run.status, 0, run.stdout + run.stderr)
 })
+
+test('the mock provider type-checks, and a misspelt one does not', () => {
+  const good = typecheckLines('provider.ts', [
+    "import { Agent, type Provider } from 'zoo-keeper'",
+    "const mock: Provider = { type: 'mock', replies: ['Hello!', { error: 'boom' }], pieceDelayMs: 5 }",
+    'export const agent = Agent.create({ provider: mock, temperature: 0 })',
+  ])
+  assert.equal(good.status, 0, good.stdout + good.stderr)
+  const bad = typecheckLines('bad_provider.ts', [
+    "import { Agent } from 'zoo-keeper'",
+    "export const a = Agent.create({ provider: { type: 'mock', replies: [42] } })",
+    "export const b = Agent.create({ provider: { type: 'mock', piece_delay_ms: 5 } })",
+    "export const c = Agent.create({ provider: { type: 'gpt' } })",
+  ])
+  assert.notEqual(bad.status, 0)
+  const output = bad.stdout + bad.stderr
+  assert.match(output, /bad_provider\.ts\(2,/)
+  assert.match(output, /bad_provider\.ts\(3,/)
+  assert.match(output, /bad_provider\.ts\(4,/)
+})

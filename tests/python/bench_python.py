@@ -30,7 +30,7 @@ def callback_cost() -> None:
     plain, streamed = [], []
     for _ in range(ROUNDS):
         for sink, out in ((None, plain), (lambda _t: None, streamed)):
-            with zk.Agent(_mock_replies=[reply]) as agent:
+            with zk.Agent(provider={"type": "mock", "replies": [reply]}) as agent:
                 started = time.perf_counter()
                 agent.chat("go", on_token=sink)
                 out.append(time.perf_counter() - started)

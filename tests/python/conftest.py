@@ -6,7 +6,24 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+# What a test needs beyond the package is marked, so that the quick tier
+# (`scripts/test --quick`: pytest -m "not model and not mcp_servers", with
+# ZOO_TEST_QUICK=1) leaves it out; a test that needs them without its
+# marker fails there (see model_path and test_mcp.npm_server).
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "model: needs a GGUF model (scripts/fetch-models)")
+    config.addinivalue_line("markers", "mcp_servers: needs the MCP servers from npm (scripts/fetch-mcp-servers)")
+
+
+def quick_tier_guard(what: str, marker: str) -> None:
+    """Fails a test that reaches for `what` in the quick tier, which left
+    out every test marked `marker`: the marker is missing."""
+    if os.environ.get("ZOO_TEST_QUICK") == "1":
+        pytest.fail(f"this test needs {what}: mark it @pytest.mark.{marker} (the quick tier runs without it)")
+
+
 def model_path(name: str = "SmolLM2-135M-Instruct.Q4_1.gguf") -> str:
+    quick_tier_guard("a model", "model")
     path = pathlib.Path(os.environ.get("ZOO_MODELS_DIR", ROOT / "models")) / name
     if not path.exists():
         pytest.fail(f"{path} is missing: run scripts/fetch-models first")

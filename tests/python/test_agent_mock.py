@@ -13,7 +13,7 @@ from conftest import tool_call
 
 
 def mock_agent(*replies: str, delay_ms: int = 0, **config) -> zk.Agent:
-    return zk.Agent(_mock_replies=list(replies), _mock_delay_ms=delay_ms, **config)
+    return zk.Agent(provider={"type": "mock", "replies": list(replies), "piece_delay_ms": delay_ms}, **config)
 
 
 @dataclasses.dataclass
@@ -170,12 +170,32 @@ def test_history_system_prompt_and_errors():
     assert agent.close() is True  # idempotent
 
 
+def test_the_mock_is_a_public_provider():
+    # As a user testing their own agent without a model would write it.
+    agent = zk.Agent(provider={"type": "mock", "replies": ["Hello there", {"error": "no luck"}], "piece_delay_ms": 1})
+    with agent:
+        tokens: List[str] = []
+        assert agent.chat("hi", on_token=tokens.append).text == "Hello there"
+        assert tokens == ["Hello", " there"]
+        with pytest.raises(zk.InferenceError, match="^inference failed: no luck$"):
+            agent.chat("again")
+        assert agent.chat("third").text == "echo: third"
+    # The private keys of earlier versions are gone: unknown config keys.
+    with pytest.raises(zk.InvalidConfigError, match="^invalid config `_mock_replies`: unknown key"):
+        zk.Agent(provider={"type": "mock"}, _mock_replies=["hi"])
+    with pytest.raises(zk.InvalidConfigError) as info:
+        zk.Agent(provider={"type": "mock", "piece_delay_ms": -5})
+    assert str(info.value) == "invalid config `provider.piece_delay_ms`: expected a whole number from 0 to 60000, got -5"
+    with pytest.raises(TypeError, match="provider="):
+        zk.Agent(temperature=0)
+
+
 def test_error_classes_and_codes():
     codes = {cls.__name__: cls.code for cls in (zk.InvalidArgumentError, zk.InvalidConfigError, zk.ModelLoadError, zk.InternalError)}
     assert codes == {"InvalidArgumentError": 1, "InvalidConfigError": 2, "ModelLoadError": 4, "InternalError": 16}
     with pytest.raises(zk.ModelLoadError, match="does not exist"):
         zk.Agent(model_path="/no/such/model.gguf")
     with pytest.raises(zk.InvalidConfigError, match="temperature"):
-        zk.Agent(_mock_replies=[], temperature=-1)
+        zk.Agent(provider={"type": "mock"}, temperature=-1)
     with pytest.raises(TypeError):
         zk.Agent()

@@ -8,6 +8,7 @@ import pytest
 import zoo_keeper as zk
 from conftest import model_path
 
+pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def model() -> zk.Model:

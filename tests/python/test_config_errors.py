@@ -54,7 +54,7 @@ CASES = [
 
 
 def mock_agent(**config) -> zk.Agent:
-    return zk.Agent(_mock_replies=[], **config)
+    return zk.Agent(provider={"type": "mock"}, **config)
 
 
 @pytest.mark.parametrize("config, message", CASES, ids=[next(iter(c)) for c, _ in CASES])
@@ -102,7 +102,7 @@ def test_non_object_config_json_is_invalid_config():
     # The Python surface always sends an object; the native entry point
     # refuses anything else in the core's words, as C does.
     with pytest.raises(zk.InvalidConfigError) as info:
-        zk._native.NativeAgent("[1]", None, "[]", 0)
+        zk._native.NativeAgent("[1]", None)
     assert str(info.value) == (
         'invalid config `config`: expected a JSON object such as {"model_path": "model.gguf"}, got an array'
     )

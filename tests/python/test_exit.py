@@ -12,17 +12,17 @@ from conftest import model_path
 
 SCENARIOS = {
     "never_closed": """
-        agent = zk.Agent(_mock_replies=["hi"])
+        agent = zk.Agent(provider={"type": "mock", "replies": ["hi"]})
         agent.chat("x")
     """,
     "deleted_at_exit": """
-        agent = zk.Agent(_mock_replies=["hi"])
+        agent = zk.Agent(provider={"type": "mock", "replies": ["hi"]})
         agent.chat("x")
         import atexit
         atexit.register(lambda: globals().pop("agent"))
     """,
     "chat_running_at_exit": """
-        agent = zk.Agent(_mock_replies=[" ".join(["w"] * 5000)], _mock_delay_ms=5)
+        agent = zk.Agent(provider={"type": "mock", "replies": [" ".join(["w"] * 5000)], "piece_delay_ms": 5})
         tokens = []
         agent._native.chat_start("x", tokens.append)
         while not tokens:
@@ -30,7 +30,7 @@ SCENARIOS = {
     """,
     "tool_running_at_exit": """
         import threading
-        agent = zk.Agent(_mock_replies=['<tool_call>{"name": "slow", "arguments": {}}</tool_call>'])
+        agent = zk.Agent(provider={"type": "mock", "replies": ['<tool_call>{"name": "slow", "arguments": {}}</tool_call>']})
         running = threading.Event()
         @agent.tool
         def slow() -> str:
@@ -51,14 +51,16 @@ SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.model) if name.startswith("real_") else name for name in sorted(SCENARIOS)]
+)
 def test_exit_is_prompt_and_clean(name):
     # The scenario's last line prints the (system-wide) monotonic clock: what
     # is timed is the exit from there, not the setup before it (loading a
     # model and waiting for a first token can take seconds on a busy
     # machine). The 120 s limit only catches a hang.
     code = (
-        "import time, zoo_keeper as zk\nMODEL = %r\n" % model_path()
+        "import time, zoo_keeper as zk\nMODEL = %r\n" % (model_path() if name.startswith("real_") else None)
         + textwrap.dedent(SCENARIOS[name])
         + "print('exiting at', time.monotonic(), flush=True)\n"
     )

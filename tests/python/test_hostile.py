@@ -17,7 +17,7 @@ PROMPTLY = 10.0
 
 
 def mock_agent(*replies: str, delay_ms: int = 0, **config: Any) -> zk.Agent:
-    return zk.Agent(_mock_replies=list(replies), _mock_delay_ms=delay_ms, **config)
+    return zk.Agent(provider={"type": "mock", "replies": list(replies), "piece_delay_ms": delay_ms}, **config)
 
 
 def assert_consistent(history: List[Dict[str, Any]]) -> None:

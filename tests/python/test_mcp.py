@@ -12,7 +12,7 @@ import time
 import pytest
 
 import zoo_keeper as zk
-from conftest import ROOT, tool_call
+from conftest import ROOT, quick_tier_guard, tool_call
 
 FAKE = str(ROOT / "tests" / "mcp" / "fake_server.py")
 SERVERS = ROOT / "tests" / "mcp" / "node_modules" / "@modelcontextprotocol"
@@ -24,6 +24,7 @@ AT_ONCE = 30
 
 
 def npm_server(package: str) -> str:
+    quick_tier_guard("the MCP servers from npm", "mcp_servers")
     path = SERVERS / package / "dist" / "index.js"
     if not path.exists():
         pytest.fail(f"{path} is missing: run scripts/fetch-mcp-servers to install the MCP test servers")
@@ -31,7 +32,7 @@ def npm_server(package: str) -> str:
 
 
 def mock_agent(*replies: str) -> zk.Agent:
-    return zk.Agent(_mock_replies=list(replies))
+    return zk.Agent(provider={"type": "mock", "replies": list(replies)})
 
 
 def test_fake_server_tools_results_and_errors_in_a_chat():
@@ -155,6 +156,7 @@ def test_tool_list_entries_that_are_no_tools_are_skipped_and_listed():
         assert any(s.startswith("bad_schema") for s in info.skipped)
 
 
+@pytest.mark.mcp_servers
 def test_everything_over_stdio_through_the_agent():
     with mock_agent(tool_call("everything__get-sum", {"a": 40, "b": 2}), "It is 42.") as agent:
         info = agent.add_mcp_server("everything", "node", args=[npm_server("server-everything"), "stdio"], timeout=30)
@@ -169,6 +171,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.mcp_servers
 def test_everything_over_streamable_http_through_the_agent():
     port = free_port()
     server = subprocess.Popen(
@@ -196,6 +199,7 @@ def test_everything_over_streamable_http_through_the_agent():
         server.wait()
 
 
+@pytest.mark.mcp_servers
 def test_filesystem_server_confined_to_a_temp_dir(tmp_path: pathlib.Path):
     root = tmp_path.resolve()
     (root / "note.txt").write_text("a note")

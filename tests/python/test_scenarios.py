@@ -115,11 +115,19 @@ def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str) -> None:
         matches([event_pattern(e) for e in expect["events"]], events, f"{at}.events")
 
 
+def scenario_config(scenario: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario's config: unless it names a provider, the scenario's
+    mock is added as `provider={"type": "mock", ...}`."""
+    config = dict(scenario.get("config", {}))
+    if "provider" not in config:
+        mock = scenario.get("mock", {})
+        config["provider"] = {"type": "mock", "replies": mock.get("replies", []), "piece_delay_ms": mock.get("piece_delay_ms", 0)}
+    return config
+
+
 def run_scenario(scenario: Dict[str, Any]) -> None:
-    mock = scenario.get("mock", {})
-    config = scenario.get("config", {})
     try:
-        agent = zk.Agent(_mock_replies=mock.get("replies", []), _mock_delay_ms=mock.get("piece_delay_ms", 0), **config)
+        agent = zk.Agent(**scenario_config(scenario))
     except zk.ZooError as error:
         check_error(scenario.get("create_error"), error, "create")
         return

@@ -268,6 +268,41 @@ mod tests {
     }
 
     #[test]
+    fn agent_create_runs_on_the_mock_provider() {
+        use crate::agent::{Agent, ChatOptions};
+        let agent = Agent::create(
+            Config::default().provider(
+                MockProvider::new([
+                    MockReply::text("Hi there"),
+                    MockReply::Fail(Error::InferenceFailed("boom".into())),
+                ])
+                .piece_delay_ms(1),
+            ),
+        )
+        .unwrap();
+        let response = agent.chat("hello", ChatOptions::new()).wait().unwrap();
+        assert_eq!(response.text, "Hi there");
+        let error = agent.chat("again", ChatOptions::new()).wait().unwrap_err();
+        assert_eq!(error, Error::InferenceFailed("boom".into()));
+        let response = agent.chat("third", ChatOptions::new()).wait().unwrap();
+        assert_eq!(response.text, "echo: third");
+
+        // A backend given in code leaves no room for a provider.
+        let error = Agent::with_backend(
+            MockBackend::new(),
+            Config::default().provider(MockProvider::default()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid config `provider`: an agent on a backend given in code takes no provider (got `mock`)"
+        );
+        // Neither a provider nor a model.
+        let error = Agent::create(Config::default()).unwrap_err();
+        assert!(matches!(&error, Error::InvalidConfig { .. }), "{error}");
+    }
+
+    #[test]
     fn rust_callers_are_checked_in_the_same_words() {
         let config = Config::default().provider(MockProvider::new(["hi"]).piece_delay_ms(70_000));
         assert_eq!(

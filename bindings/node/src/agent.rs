@@ -19,8 +19,8 @@ use napi_derive::napi;
 use parking_lot::Mutex;
 use serde_json::Value;
 use zoo_core::{
-    Agent, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, MockBackend, MockReply,
-    Response, Tool, ToolChoice,
+    Agent, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, Response, Tool,
+    ToolChoice,
 };
 
 use crate::errors::{integer, message, to_napi, IntoNapi};
@@ -427,7 +427,6 @@ impl Task for CloseAgent {
 pub struct CreateAgent {
     config: Option<Config>,
     model: Option<zoo_core::Model>,
-    mock: Option<(Vec<MockReply>, Duration)>,
 }
 
 impl Task for CreateAgent {
@@ -436,14 +435,9 @@ impl Task for CreateAgent {
 
     fn compute(&mut self) -> napi::Result<Agent> {
         let config = self.config.take().unwrap_or_default();
-        match (self.mock.take(), self.model.take()) {
-            (Some((replies, delay)), _) => {
-                let mock = MockBackend::with_script(replies);
-                mock.set_piece_delay(delay);
-                Agent::with_backend(mock, config)
-            }
-            (None, Some(model)) => Agent::with_model(model, config),
-            (None, None) => Agent::create(config),
+        match self.model.take() {
+            Some(model) => Agent::with_model(model, config),
+            None => Agent::create(config),
         }
         .napi_err()
     }
@@ -456,28 +450,18 @@ impl Task for CreateAgent {
 }
 
 /// Starts an agent off the JS thread. `configJson` holds the config keys
-/// (snake_case JSON); `model` shares a loaded model; `mockRepliesJson`
-/// (tests only) runs on a scripted mock backend streaming each reply in
-/// pieces, `mockDelayMs` apart: a JSON array of strings and
-/// `{"error": ...}` items, as C's `zoo_agent_create_mock` takes.
+/// (snake_case JSON): a `model_path`, or a `provider` such as the scripted
+/// mock (`{"type": "mock", "replies": [...], "piece_delay_ms": N}`);
+/// `model` shares a loaded model instead.
 #[napi(ts_return_type = "Promise<NativeAgent>")]
 pub fn create_agent(
     config_json: String,
     model: Option<ClassInstance<'_, NativeModel>>,
-    mock_replies_json: Option<String>,
-    mock_delay_ms: Option<f64>,
 ) -> napi::Result<AsyncTask<CreateAgent>> {
     let config = Config::from_json(&config_json).napi_err()?;
-    let delay = integer("mockDelayMs", mock_delay_ms.unwrap_or(0.0), 0, 60_000)?;
-    let mock_replies = mock_replies_json
-        .as_deref()
-        .map(MockReply::script_from_json)
-        .transpose()
-        .napi_err()?;
     Ok(AsyncTask::new(CreateAgent {
         config: Some(config),
         model: model.map(|m| m.model.clone()),
-        mock: mock_replies.map(|replies| (replies, Duration::from_millis(delay as u64))),
     }))
 }
 

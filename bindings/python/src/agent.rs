@@ -7,8 +7,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use serde_json::Value;
 use zoo_core::{
-    Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, MockBackend, MockReply,
-    Tool, ToolChoice,
+    Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool, ToolChoice,
 };
 
 use crate::errors::{to_py, IntoPy};
@@ -157,34 +156,18 @@ fn wait_interruptibly(
 
 #[pymethods]
 impl NativeAgent {
-    /// Starts an agent. `config_json` holds the config keys; `model` shares a
-    /// loaded model; `mock_replies_json` (tests only) runs on a scripted
-    /// mock: a JSON array of strings and `{"error": ...}` items, as C's
-    /// `zoo_agent_create_mock` takes.
+    /// Starts an agent. `config_json` holds the config keys (a `provider`,
+    /// such as the scripted mock, or a `model_path`); `model` shares a
+    /// loaded model instead. The GIL is released while the model loads.
     #[new]
-    #[pyo3(signature = (config_json, model = None, mock_replies_json = None, mock_delay_ms = 0))]
-    fn new(
-        py: Python<'_>,
-        config_json: &str,
-        model: Option<&NativeModel>,
-        mock_replies_json: Option<&str>,
-        mock_delay_ms: u64,
-    ) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, model = None))]
+    fn new(py: Python<'_>, config_json: &str, model: Option<&NativeModel>) -> PyResult<Self> {
         let config = Config::from_json(config_json).py_err()?;
         let model = model.map(|m| m.model.clone());
-        let mock_replies = mock_replies_json
-            .map(MockReply::script_from_json)
-            .transpose()
-            .py_err()?;
         let agent = py
-            .detach(move || match (mock_replies, model) {
-                (Some(replies), _) => {
-                    let mock = MockBackend::with_script(replies);
-                    mock.set_piece_delay(Duration::from_millis(mock_delay_ms));
-                    Agent::with_backend(mock, config)
-                }
-                (None, Some(model)) => Agent::with_model(model, config),
-                (None, None) => Agent::create(config),
+            .detach(move || match model {
+                Some(model) => Agent::with_model(model, config),
+                None => Agent::create(config),
             })
             .py_err()?;
         Ok(NativeAgent {
