@@ -1,6 +1,6 @@
 //! The backend boundary. A backend speaks in messages, not tokens, so that
-//! llama.cpp, the test mock and (later) a remote endpoint share one trait:
-//! given the conversation, the tools and the sampling limits it streams one
+//! llama.cpp, the test mock and a remote endpoint share one trait: given
+//! the conversation, the tools and the sampling limits it streams one
 //! assistant reply and reports its usage.
 
 #[cfg(feature = "llama")]
@@ -74,6 +74,16 @@ pub struct Generation {
     pub generation_time: Duration,
 }
 
+/// A tool call that a provider returned as data (OpenAI's `tool_calls`),
+/// not written in the reply's text for the engine to parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeToolCall {
+    /// The tool's name as the model gave it (not yet checked).
+    pub name: String,
+    /// The arguments as the model wrote them: JSON text, not yet parsed.
+    pub arguments: String,
+}
+
 /// An inference engine. Called only from the agent's inference thread.
 pub trait Backend {
     /// Generates one assistant reply, passing text pieces to `on_piece` as
@@ -94,4 +104,12 @@ pub trait Backend {
 
     /// The call format the model is taught (from its chat template).
     fn tool_call_format(&self) -> ToolCallFormat;
+
+    /// Takes the tool calls that the last [`generate`](Self::generate)
+    /// returned as data (a remote provider's native calls). When there are
+    /// any, the engine uses them instead of parsing the reply's text.
+    /// Local models write their calls in the text, so the default has none.
+    fn take_tool_calls(&mut self) -> Vec<NativeToolCall> {
+        Vec::new()
+    }
 }

@@ -30,7 +30,9 @@ use serde_json::Value;
 use super::history::History;
 use super::stream_filter::StreamFilter;
 use super::tool_runner::{ToolRun, ToolRunner};
-use crate::backend::{Backend, CacheHint, FinishReason, GenerateRequest, Generation};
+use crate::backend::{
+    Backend, CacheHint, FinishReason, GenerateRequest, Generation, NativeToolCall,
+};
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
 use crate::error::{Error, ErrorCode, Result};
@@ -192,7 +194,8 @@ impl Turn<'_, '_> {
             }
 
             // 3. Parse. No call: the reply is final.
-            let parsed = parse_reply(&definitions, &generation.text);
+            let native = self.backend.take_tool_calls();
+            let parsed = parse_reply(&definitions, &generation.text, native);
             if !parsed.has_calls() && parsed.failures.is_empty() {
                 self.commit_reply(Message::assistant(parsed.content.clone()))?;
                 return Ok(self.finish(parsed.content, StopReason::Stop));
@@ -642,16 +645,55 @@ fn unfinished_prose(definitions: &[ToolDefinition], text: &str) -> String {
     }
 }
 
-/// The calls of a reply. With no tools visible, the reply is plain text.
-fn parse_reply(definitions: &[ToolDefinition], text: &str) -> ParsedReply {
+/// The calls of a reply: those the backend returned as data when there
+/// are any (a remote provider's), else those written in its text. With no
+/// tools visible, the reply is plain text.
+fn parse_reply(
+    definitions: &[ToolDefinition],
+    text: &str,
+    native: Vec<NativeToolCall>,
+) -> ParsedReply {
     if definitions.is_empty() {
         ParsedReply {
             content: text.trim().to_string(),
             ..Default::default()
         }
+    } else if !native.is_empty() {
+        native_reply(text, native)
     } else {
         parser::parse(text)
     }
+}
+
+/// A reply whose calls came as data: its text is all prose, and a call
+/// whose arguments are not a JSON object cannot be read, like a garbled
+/// call in a text (the model is told, and the try counts against the tool).
+fn native_reply(text: &str, calls: Vec<NativeToolCall>) -> ParsedReply {
+    let mut reply = ParsedReply {
+        content: text.trim().to_string(),
+        ..Default::default()
+    };
+    for NativeToolCall { name, arguments } in calls {
+        // A call without arguments may come with an empty text.
+        let parsed = match arguments.trim() {
+            "" => Ok(Value::Object(Default::default())),
+            json => serde_json::from_str::<Value>(json),
+        };
+        let problem = match parsed {
+            Ok(arguments @ Value::Object(_)) => {
+                reply.calls.push(ParsedCall { name, arguments });
+                continue;
+            }
+            Ok(other) => format!("they are {other}, not a JSON object"),
+            Err(e) => format!("they are not valid JSON ({e}): {arguments}"),
+        };
+        reply.failures.push(ParseFailure {
+            message: format!("the arguments of your call to `{name}` could not be read: {problem}"),
+            tool: Some(name),
+            fragment: String::new(),
+        });
+    }
+    reply
 }
 
 /// The text a tool result is given to the model as: strings as they are,
