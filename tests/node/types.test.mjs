@@ -89,20 +89,27 @@ test('MCP servers of both kinds type-check', () => {
 })
 
 test('the mock provider type-checks, and a misspelt one does not', () => {
-  const good = typecheckLines('provider.ts', [
+  // One tsc run for both files (each run takes seconds): the good one must
+  // have no error, each line of the bad one must.
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const good = path.join(dir, 'provider.ts')
+  const bad = path.join(dir, 'bad_provider.ts')
+  writeFileSync(good, [
     "import { Agent, type Provider } from 'zoo-keeper'",
     "const mock: Provider = { type: 'mock', replies: ['Hello!', { error: 'boom' }], pieceDelayMs: 5 }",
     'export const agent = Agent.create({ provider: mock, temperature: 0 })',
-  ])
-  assert.equal(good.status, 0, good.stdout + good.stderr)
-  const bad = typecheckLines('bad_provider.ts', [
+  ].join('\n'))
+  writeFileSync(bad, [
     "import { Agent } from 'zoo-keeper'",
     "export const a = Agent.create({ provider: { type: 'mock', replies: [42] } })",
     "export const b = Agent.create({ provider: { type: 'mock', piece_delay_ms: 5 } })",
     "export const c = Agent.create({ provider: { type: 'gpt' } })",
-  ])
-  assert.notEqual(bad.status, 0)
-  const output = bad.stdout + bad.stderr
+  ].join('\n'))
+  const { run } = typecheck([good, bad])
+  const output = run.stdout + run.stderr
+  assert.notEqual(run.status, 0)
+  assert.doesNotMatch(output, /(^|[^_])provider\.ts\(/m, output)
   assert.match(output, /bad_provider\.ts\(2,/)
   assert.match(output, /bad_provider\.ts\(3,/)
   assert.match(output, /bad_provider\.ts\(4,/)
