@@ -100,6 +100,16 @@ typedef enum zoo_status {
    * A bug in Zoo-Keeper (a caught panic).
    */
   ZOO_INTERNAL = 16,
+  /**
+   * A remote model provider failed (an error status, a broken
+   * connection, an unreadable stream); the message names the provider,
+   * the HTTP status and the server's own error text.
+   */
+  ZOO_PROVIDER_FAILED = 17,
+  /**
+   * A remote model provider refused the credentials (HTTP 401 or 403).
+   */
+  ZOO_AUTHENTICATION_FAILED = 18,
 } zoo_status;
 
 /**
@@ -172,6 +182,18 @@ typedef struct zoo_chat_options {
    * Retrieved context shown for this turn only, never stored; may be NULL.
    */
   const char *rag_context;
+  /**
+   * Model replies this chat may take; 0 keeps the agent's `max_turns`.
+   */
+  uint32_t max_turns;
+  /**
+   * Tokens this chat may use; 0 keeps the agent's `max_total_tokens`.
+   */
+  uint64_t max_total_tokens;
+  /**
+   * Milliseconds this chat may run; 0 keeps the agent's `max_duration_ms`.
+   */
+  uint64_t max_duration_ms;
 } zoo_chat_options;
 
 /**
@@ -184,10 +206,14 @@ typedef void (*zoo_token_fn)(void *user_data,
                              size_t len);
 
 /**
- * Receives a progress event as JSON (`len` bytes, not NUL-terminated) with
- * a `type` field: `iteration_started`, `tool_call_started`,
- * `tool_call_finished`, `tool_error`, `history_pruned`. Runs on the
- * inference thread; valid only during the call.
+ * Receives a progress event as JSON (`len` bytes, not NUL-terminated): a
+ * `type` (`chat_started`, `turn_started`, `turn_finished`,
+ * `tool_call_started`, `tool_call_finished`, `tool_error`,
+ * `history_compacted`, `steering_received`, `follow_up_started`,
+ * `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
+ * of the event, and the fields of its type. `chat_started` comes first and
+ * `chat_finished` last. Runs on the inference thread; valid only during
+ * the call.
  */
 typedef void (*zoo_event_fn)(void *user_data,
                              const char *event_json,
@@ -542,6 +568,40 @@ enum zoo_status zoo_model_metadata_json(const struct zoo_model *model,
  * values give "unknown status"). Do not free it.
  */
 const char *zoo_status_str(int32_t status);
+
+/**
+ * Sends `text` (NUL-terminated UTF-8) to the running chat, from any thread:
+ * it joins the conversation before the model's next reply, and the tool
+ * calls of the current reply not yet started are skipped (the model reads
+ * why). Without a running chat it waits for the next one. The config's
+ * `steering_mode` says whether a reply takes one queued message or all.
+ */
+enum zoo_status zoo_agent_steer(const struct zoo_agent *agent,
+                                const char *text,
+                                char **out_error);
+
+/**
+ * Queues `text` (NUL-terminated UTF-8) to start a new round when the
+ * running chat (or the next) would otherwise end, within the same chat.
+ * The config's `follow_up_mode` says whether a round takes one or all.
+ */
+enum zoo_status zoo_agent_follow_up(const struct zoo_agent *agent,
+                                    const char *text,
+                                    char **out_error);
+
+/**
+ * Drops every queued steering and follow-up message. Messages a chat did
+ * not take otherwise wait for the next chat; this is the one way to drop
+ * them.
+ */
+enum zoo_status zoo_agent_clear_queues(const struct zoo_agent *agent);
+
+/**
+ * The agent's id, unique in the process: the `agent_id` of its events.
+ * Returns `ZOO_INVALID_ARGUMENT` for NULL; writes `*out_id` on success.
+ */
+enum zoo_status zoo_agent_id(const struct zoo_agent *agent,
+                             uint64_t *out_id);
 
 /**
  * The library version, e.g. "0.1.0" (static; do not free).

@@ -25,9 +25,17 @@ export declare class NativeAgent {
    * are sent only when `withTokens` and `withEvents` ask for them, so a
    * chat nobody streams costs no thread crossing per token.
    */
-  chat(message: string, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null): NativeChat
+  chat(message: string, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null): NativeChat
   /** Cancels the chat in flight; it ends as `cancelled` within ~100 ms. */
   stop(): void
+  /** Sends a message to the running chat (or the next one). */
+  steer(text: string): void
+  /** Queues a message that starts a new round when the chat would end. */
+  followUp(text: string): void
+  /** Drops every queued steering and follow-up message. */
+  clearQueues(): void
+  /** The agent's id, the `agentId` of its events. */
+  id(): number
   /**
    * Connects an MCP server described by `transportJson` (the C ABI's
    * JSON form) and registers its tools as `{name}__{tool}`, off the JS

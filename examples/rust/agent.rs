@@ -11,7 +11,7 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use zoo_core::{Agent, AgentEvent, ChatOptions, Config, Model, ModelParams, Tool};
+use zoo_core::{Agent, ChatOptions, Config, EventKind, Model, ModelParams, Tool};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `RUST_LOG=zoo_core=debug` shows what the engine decides.
@@ -102,14 +102,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             print!("{text}");
             let _ = std::io::stdout().flush();
         })
-        .on_event(|event| match event {
-            AgentEvent::ToolCallStarted {
+        .on_event(|event| match &event.kind {
+            EventKind::ToolCallStarted {
                 name, arguments, ..
             } => eprintln!("\n  [tool] {name}({arguments})"),
-            AgentEvent::ToolCallFinished {
+            EventKind::ToolCallFinished {
                 result: Some(r), ..
             } => eprintln!("  [tool] -> {r}"),
-            AgentEvent::ToolCallFinished { error: Some(e), .. } => {
+            EventKind::ToolCallFinished { error: Some(e), .. } => {
                 eprintln!("  [tool] failed: {e}")
             }
             _ => {}

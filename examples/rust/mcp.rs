@@ -13,7 +13,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use zoo_core::{Agent, AgentEvent, ChatOptions, Config, McpTransport, ToolChoice};
+use zoo_core::{Agent, ChatOptions, Config, EventKind, McpTransport, ToolChoice};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `RUST_LOG=zoo_core::mcp=info` shows the server's stderr and notifications.
@@ -85,12 +85,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // Small models rarely call a tool unasked; the first reply must.
                 .tool_choice(ToolChoice::Required)
                 .on_event(|event| {
-                    if let AgentEvent::ToolCallFinished {
+                    if let EventKind::ToolCallFinished {
                         name,
                         result,
                         error,
                         ..
-                    } = event
+                    } = &event.kind
                     {
                         match (result, error) {
                             (Some(result), _) => eprintln!("[{name} -> {result}]"),

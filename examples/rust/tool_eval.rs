@@ -137,6 +137,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             max_tokens: None,
             stop: &[],
             cache_hint: CacheHint::default(),
+            deadline: None,
         };
         backend.call_opening_logprob(&request)
     };
@@ -193,6 +194,7 @@ fn generate(
         max_tokens: Some(96),
         stop: &[],
         cache_hint: CacheHint::default(),
+        deadline: None,
     };
     let generation = backend.generate(&request, &mut |_| {}, &CancelToken::new())?;
     Ok(parser::parse(&generation.text))

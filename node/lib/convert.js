@@ -126,25 +126,21 @@ function toResponse(r) {
   }
 }
 
+/**
+ * An event as Node shows it: the engine's JSON with camelCase keys
+ * (`agentId`, `chatId`, `seq`, `durationMs`, `stopReason`), values as they
+ * are (`type: 'turn_started'`), a tool's own `arguments` and `result`
+ * untouched, and removed messages in the shape `history()` returns.
+ */
 function toEvent(e) {
-  switch (e.type) {
-    case 'iteration_started':
-      return { type: e.type, iteration: e.iteration }
-    case 'tool_call_started':
-      return { type: e.type, id: e.id, name: e.name, arguments: e.arguments }
-    case 'tool_call_finished': {
-      const out = { type: e.type, id: e.id, name: e.name, durationMs: e.duration_ms }
-      if ('result' in e) out.result = e.result
-      if ('error' in e) out.error = e.error
-      return out
-    }
-    case 'tool_error':
-      return { type: e.type, ...toolErrorRecord(e) }
-    case 'history_pruned':
-      return { type: e.type, messages: e.messages.map(toMessage) }
-    default:
-      return camelKeys(e)
+  const out = {}
+  for (const [key, value] of Object.entries(e)) {
+    if (key === 'arguments' || key === 'result') out[key] = value
+    else if (key === 'removed') out.removed = value.map(toMessage)
+    else if (key === 'usage') out.usage = camelKeys(value)
+    else out[camel(key)] = value
   }
+  return out
 }
 
 // An MCP server description's keys: the engine's name for each and what

@@ -20,6 +20,8 @@ const ErrorCode = Object.freeze({
   MCP: 14,
   IO: 15,
   INTERNAL: 16,
+  PROVIDER_FAILED: 17,
+  AUTHENTICATION_FAILED: 18,
 })
 
 const NAMES = Object.fromEntries(Object.entries(ErrorCode).map(([name, code]) => [code, name.toLowerCase()]))

@@ -19,6 +19,8 @@ export declare const ErrorCode: Readonly<{
   MCP: 14
   IO: 15
   INTERNAL: 16
+  PROVIDER_FAILED: 17
+  AUTHENTICATION_FAILED: 18
 }>
 export type ErrorCodeNumber = (typeof ErrorCode)[keyof typeof ErrorCode]
 
@@ -75,6 +77,16 @@ export interface AgentConfig {
   maxToolIterations?: number
   /** Retries of a failing tool call (2). */
   maxToolRetries?: number
+  /** Model replies a chat may take, follow-ups included (50; 0 = no limit). */
+  maxTurns?: number
+  /** Prompt plus completion tokens a chat may use (0 = no limit). */
+  maxTotalTokens?: number
+  /** Milliseconds a chat may run (0 = no limit). */
+  maxDurationMs?: number
+  /** Steering messages taken before a reply: one at a time (default) or all. */
+  steeringMode?: QueueMode
+  /** Follow-up messages taken per round: one at a time (default) or all. */
+  followUpMode?: QueueMode
   /** What the agent runs on instead of a local model (then no `modelPath`). */
   provider?: Provider
 }
@@ -96,8 +108,33 @@ export interface MockProvider {
   pieceDelayMs?: number
 }
 
+/**
+ * An OpenAI-compatible Chat Completions server: OpenAI, llama.cpp's server,
+ * vLLM, Ollama, LM Studio, TGI, LiteLLM. Replies stream; tools go to the
+ * server as data; the sampling settings are the agent's own.
+ */
+export interface OpenAiProvider {
+  type: 'openai'
+  /** The API's base URL, up to its version: `http://127.0.0.1:8080/v1`. */
+  baseUrl: string
+  /** The model's name (left out when not given). */
+  model?: string
+  /** The API key (never shown in errors or logs). */
+  apiKey?: string
+  /** The environment variable holding the API key, instead of `apiKey`. */
+  apiKeyEnv?: string
+  /** Extra headers sent with every request. */
+  headers?: Record<string, string>
+  /** Bounds connecting, the wait for an answer and every silence in a stream (600000 by default). */
+  timeoutMs?: number
+  /** Tries after the first for 429, 5xx and failures to connect (2 by default). */
+  maxRetries?: number
+  /** The field carrying `maxTokens` (`'max_tokens'` by default). */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens'
+}
+
 /** What an agent runs on instead of a local model: an object tagged by `type`. */
-export type Provider = MockProvider
+export type Provider = MockProvider | OpenAiProvider
 
 export interface ModelLoadOptions {
   gpuLayers?: number
@@ -177,7 +214,10 @@ export interface Metrics {
   iterations: number
 }
 
-export type StopReason = 'stop' | 'length' | 'tool_limit' | 'cancelled' | 'error'
+export type StopReason = 'stop' | 'length' | 'tool_limit' | 'limit' | 'cancelled' | 'error'
+
+/** How many queued steering or follow-up messages are taken at once. */
+export type QueueMode = 'one_at_a_time' | 'all'
 
 export interface Response {
   text: string
@@ -188,12 +228,35 @@ export interface Response {
   metrics: Metrics
 }
 
-export type AgentEvent =
-  | { type: 'iteration_started'; iteration: number }
-  | { type: 'tool_call_started'; id: string; name: string; arguments: any }
-  | { type: 'tool_call_finished'; id: string; name: string; result?: unknown; error?: string; durationMs: number }
-  | ({ type: 'tool_error' } & ToolErrorRecord)
-  | { type: 'history_pruned'; messages: Message[] }
+/** Whose event it is: every event carries these. */
+export interface EventIdentity {
+  /** The agent (`agent.id`). */
+  agentId: number
+  /** The chat, counted from 1 in its agent. */
+  chatId: number
+  /** The event's place in its chat, from 0. */
+  seq: number
+}
+
+/**
+ * A chat's progress, in order: `chat_started` first, `chat_finished` last,
+ * each `turn_started` followed by its `turn_finished`, each
+ * `tool_call_started` by its `tool_call_finished`.
+ */
+export type AgentEvent = EventIdentity &
+  (
+    | { type: 'chat_started'; message: string }
+    | { type: 'turn_started'; turn: number }
+    | { type: 'turn_finished'; turn: number; usage: Usage }
+    | { type: 'tool_call_started'; id: string; name: string; arguments: any }
+    | { type: 'tool_call_finished'; id: string; name: string; result?: unknown; error?: string; durationMs: number }
+    | ({ type: 'tool_error' } & ToolErrorRecord)
+    | { type: 'history_compacted'; removed: Message[] }
+    | { type: 'steering_received'; message: string }
+    | { type: 'follow_up_started'; message: string }
+    | { type: 'limit_reached'; limit: 'max_turns' | 'max_total_tokens' | 'max_duration_ms'; value: number }
+    | { type: 'chat_finished'; stopReason: StopReason; usage: Usage }
+  )
 
 export interface TokenItem {
   type: 'token'
@@ -209,6 +272,12 @@ export interface ChatOptions {
   maxTokens?: number
   /** Retrieved context for this turn only (never stored in the history). */
   ragContext?: string
+  /** Overrides the agent's maxTurns for this chat (0 keeps the agent's). */
+  maxTurns?: number
+  /** Overrides the agent's maxTotalTokens for this chat (0 keeps the agent's). */
+  maxTotalTokens?: number
+  /** Overrides the agent's maxDurationMs for this chat (0 keeps the agent's). */
+  maxDurationMs?: number
   /** Aborting cancels the chat; it rejects with a ZooError of code 8. */
   signal?: AbortSignal
 }
@@ -307,6 +376,18 @@ export declare class Agent {
   stream(message: string, options?: ChatOptions): ChatStream
   /** Cancels the chat in flight; it resolves with stopReason `cancelled`. */
   stop(): void
+  /**
+   * Sends a message to the running chat (or the next): it joins before the
+   * model's next reply, and calls of the current reply not yet started are
+   * skipped.
+   */
+  steer(text: string): void
+  /** Queues a message that starts a new round when the chat would end. */
+  followUp(text: string): void
+  /** Drops every queued steering and follow-up message. */
+  clearQueues(): void
+  /** The agent's id, unique in the process: the `agentId` of its events. */
+  readonly id: number
   /** The conversation, system prompt first. */
   history(): Message[]
   setHistory(messages: Message[]): Promise<void>

@@ -262,7 +262,7 @@ class Agent {
    */
   #start(message, options, sink, listens = { tokens: true, events: true }) {
     if (typeof message !== 'string') throw invalid('the message must be a string')
-    const { signal, toolChoice, maxTokens, ragContext } = options
+    const { signal, toolChoice, maxTokens, ragContext, maxTurns, maxTotalTokens, maxDurationMs } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('`signal` must be an AbortSignal')
     let finished = false
     let aborted = false
@@ -303,7 +303,7 @@ class Agent {
         }
       }
     }
-    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null))
+    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null))
     if (signal) {
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
@@ -385,6 +385,33 @@ class Agent {
   /** Cancels the chat in flight; it resolves as `cancelled` within ~100 ms. */
   stop() {
     native(() => this.#native.stop())
+  }
+
+  /**
+   * Sends a message to the running chat, from anywhere: it joins the
+   * conversation before the model's next reply, and the calls of the
+   * current reply not yet started are skipped (the model reads why).
+   * Without a running chat it waits for the next one.
+   */
+  steer(text) {
+    if (typeof text !== 'string') throw invalid('steer expects a string')
+    native(() => this.#native.steer(text))
+  }
+
+  /** Queues a message that starts a new round when the running chat (or the next) would otherwise end. */
+  followUp(text) {
+    if (typeof text !== 'string') throw invalid('followUp expects a string')
+    native(() => this.#native.followUp(text))
+  }
+
+  /** Drops every queued steering and follow-up message. */
+  clearQueues() {
+    native(() => this.#native.clearQueues())
+  }
+
+  /** The agent's id, unique in the process: the `agentId` of its events. */
+  get id() {
+    return native(() => this.#native.id())
   }
 
   /** The conversation, system prompt first (never waits for a running chat). */

@@ -15,6 +15,7 @@ from ._agent import Agent, ChatStream, Model
 from ._mcp import McpServerInfo
 from ._native import (
     AgentNotRunningError,
+    AuthenticationError,
     ContextOverflowError,
     InferenceError,
     InternalError,
@@ -25,6 +26,7 @@ from ._native import (
     McpError,
     ModelLoadError,
     OperationCancelledError,
+    ProviderError,
     ToolHandlerError,
     ToolNotFoundError,
     ToolRetriesExhaustedError,
@@ -39,6 +41,7 @@ from ._schema import function_schema
 __all__ = [
     "Agent",
     "AgentNotRunningError",
+    "AuthenticationError",
     "ChatStream",
     "ContextOverflowError",
     "Event",
@@ -54,6 +57,7 @@ __all__ = [
     "Model",
     "ModelLoadError",
     "OperationCancelledError",
+    "ProviderError",
     "Response",
     "Token",
     "ToolCallRecord",

@@ -220,12 +220,21 @@ class Agent:
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,
         rag_context: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        max_total_tokens: Optional[int] = None,
+        max_duration_ms: Optional[int] = None,
     ) -> Response:
         """Sends a message and blocks until the reply is complete (the GIL is
         released meanwhile; Ctrl-C cancels). Callbacks run on the inference
-        thread; an exception raised in one stops the chat and is raised here."""
+        thread; an exception raised in one stops the chat and is raised here.
+        `max_turns`, `max_total_tokens` and `max_duration_ms` override the
+        agent's limits for this chat (0 keeps the agent's); past one, the
+        chat ends with stop reason "limit"."""
         event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
-        payload = self._native.chat(message, on_token, event_cb, tool_choice, max_tokens, rag_context)
+        payload = self._native.chat(
+            message, on_token, event_cb, tool_choice, max_tokens, rag_context,
+            max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
+        )
         return Response.from_json(payload)
 
     async def chat_async(
@@ -237,6 +246,9 @@ class Agent:
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,
         rag_context: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        max_total_tokens: Optional[int] = None,
+        max_duration_ms: Optional[int] = None,
     ) -> Response:
         """`chat` for asyncio. Cancelling the task cancels the chat."""
         loop = asyncio.get_running_loop()
@@ -257,7 +269,10 @@ class Agent:
 
         event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
         self._async_tools.loop = loop
-        chat = self._native.chat_start(message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context)
+        chat = self._native.chat_start(
+            message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context,
+            max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
+        )
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -287,6 +302,9 @@ class Agent:
             options.get("tool_choice"),
             options.get("max_tokens"),
             options.get("rag_context"),
+            max_turns=options.get("max_turns"),
+            max_total_tokens=options.get("max_total_tokens"),
+            max_duration_ms=options.get("max_duration_ms"),
         )
         try:
             while True:
@@ -302,6 +320,27 @@ class Agent:
         finally:
             if not chat.done():
                 chat.cancel()
+
+    def steer(self, text: str) -> None:
+        """Sends a message to the running chat, from any thread: it joins the
+        conversation before the model's next reply, and the calls of the
+        current reply not yet started are skipped (the model reads why).
+        Without a running chat it waits for the next one."""
+        self._native.steer(text)
+
+    def follow_up(self, text: str) -> None:
+        """Queues a message that starts a new round when the running chat
+        (or the next) would otherwise end, within the same chat."""
+        self._native.follow_up(text)
+
+    def clear_queues(self) -> None:
+        """Drops every queued steering and follow-up message."""
+        self._native.clear_queues()
+
+    @property
+    def id(self) -> int:
+        """The agent's id, unique in the process: the `agent_id` of its events."""
+        return int(self._native.id())
 
     def stop(self) -> None:
         """Cancels the chat in flight; it ends as "cancelled" within ~100 ms."""
@@ -342,6 +381,9 @@ class ChatStream:
             options.get("tool_choice"),
             options.get("max_tokens"),
             options.get("rag_context"),
+            max_turns=options.get("max_turns"),
+            max_total_tokens=options.get("max_total_tokens"),
+            max_duration_ms=options.get("max_duration_ms"),
         )
 
     def __iter__(self) -> Iterator[Union[Token, Event]]:

@@ -85,13 +85,26 @@ class Token:
 
 @dataclass(frozen=True)
 class Event:
-    """A progress event: `type` is "iteration_started", "tool_call_started",
-    "tool_call_finished", "tool_error" or "history_pruned"; `data` holds its fields."""
+    """A progress event of a chat. `type` is one of "chat_started",
+    "turn_started", "turn_finished", "tool_call_started", "tool_call_finished",
+    "tool_error", "history_compacted", "steering_received", "follow_up_started",
+    "limit_reached" or "chat_finished" ("chat_started" comes first and
+    "chat_finished" last); `agent_id`, `chat_id` and `seq` say whose event it
+    is and its place in the chat; `data` holds the fields of its type."""
 
     type: str
+    agent_id: int
+    chat_id: int
+    seq: int
     data: Dict[str, Any]
 
     @classmethod
     def from_json(cls, text: str) -> "Event":
         data = json.loads(text)
-        return cls(type=data.pop("type"), data=data)
+        return cls(
+            type=data.pop("type"),
+            agent_id=data.pop("agent_id"),
+            chat_id=data.pop("chat_id"),
+            seq=data.pop("seq"),
+            data=data,
+        )

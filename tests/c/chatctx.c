@@ -89,7 +89,7 @@ static void on_event(void *user_data, const char *json, size_t len) {
             strcat(ctx->events, type);
         }
         /* The response's text is the last reply's: restart the stream. */
-        if (strcmp(type, "iteration_started") == 0) {
+        if (strcmp(type, "turn_started") == 0) {
             ctx->stream_len = 0;
             if (ctx->stream) ctx->stream[0] = '\0';
         }

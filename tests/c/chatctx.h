@@ -1,7 +1,7 @@
 /*
  * chatctx.h: a recorder for one chat's callbacks, shared by the tests.
  *
- * It collects the streamed text (reset at each `iteration_started` event,
+ * It collects the streamed text (reset at each `turn_started` event,
  * so that after a chat it holds the last model reply's stream, which is
  * what the response's `text` is), the event types, the on_complete outcome
  * and how many times free_user_data ran. Callbacks run on libzoo's

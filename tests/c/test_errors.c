@@ -73,6 +73,8 @@ void test_status_str(void) {
         "MCP error",                /* ZOO_MCP */
         "I/O error",                /* ZOO_IO */
         "internal error",           /* ZOO_INTERNAL */
+        "provider failed",          /* ZOO_PROVIDER_FAILED */
+        "authentication failed",    /* ZOO_AUTHENTICATION_FAILED */
     };
     /* The enum's values are the documented numbers. */
     CHECK(ZOO_OK == 0 && ZOO_INVALID_ARGUMENT == 1 && ZOO_INVALID_CONFIG == 2 &&
@@ -81,13 +83,14 @@ void test_status_str(void) {
           ZOO_INFERENCE_FAILED == 7 && ZOO_CANCELLED == 8 && ZOO_TOOL_NOT_FOUND == 9 &&
           ZOO_TOOL_VALIDATION_FAILED == 10 && ZOO_TOOL_RETRIES_EXHAUSTED == 11 &&
           ZOO_TOOL_HANDLER_FAILED == 12 && ZOO_AGENT_NOT_RUNNING == 13 && ZOO_MCP == 14 &&
-          ZOO_IO == 15 && ZOO_INTERNAL == 16);
-    for (int s = 0; s <= ZOO_INTERNAL; s++) {
+          ZOO_IO == 15 && ZOO_INTERNAL == 16 && ZOO_PROVIDER_FAILED == 17 &&
+          ZOO_AUTHENTICATION_FAILED == 18);
+    for (int s = 0; s <= ZOO_AUTHENTICATION_FAILED; s++) {
         const char *text = zoo_status_str(s);
         REQUIRE(text != NULL);
         CHECK_STR(text, expected[s]);
     }
-    const int unknown[] = {-1, 17, 99, 1 << 30, (int)0x80000000u};
+    const int unknown[] = {-1, 19, 99, 1 << 30, (int)0x80000000u};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK_STR(zoo_status_str(unknown[i]), "unknown status");
     }

@@ -98,7 +98,7 @@ void test_mock_streaming(void) {
     CHECKF(atomic_load(&ctx.tokens) == 11, "%d token callbacks", atomic_load(&ctx.tokens));
     CHECK(atomic_load(&ctx.bad_pieces) == 0);
     CHECK(ctx.events_valid);
-    CHECK_STR(ctx.events, "iteration_started");
+    CHECK_STR(ctx.events, "chat_started,turn_started,turn_finished,chat_finished");
     /* free_user_data ran before zoo_agent_chat returned. */
     CHECK(atomic_load(&ctx.freed) == 1);
     free(text);
@@ -211,7 +211,8 @@ void test_mock_tool_call(void) {
     /* The markup of the call is not streamed; the stream is the answer. */
     CHECK_STR(chat_ctx_stream(&ctx), "It is 17 degrees in Paris.");
     CHECK_STR(ctx.events,
-              "iteration_started,tool_call_started,tool_call_finished,iteration_started");
+              "chat_started,turn_started,turn_finished,tool_call_started,tool_call_finished,"
+              "turn_started,turn_finished,chat_finished");
     zoo_string_free(out);
 
     /* The history holds the call and its result. */
@@ -566,7 +567,7 @@ void test_mock_reentrant_callbacks(void) {
 }
 
 /* A conversation longer than the context window is pruned, oldest turns
- * first, with a history_pruned event (the mock's window is 4096 tokens,
+ * first, with a history_compacted event (the mock's window is 4096 tokens,
  * one token per word). */
 void test_mock_history_pruned_event(void) {
     size_t words = 1500, cap = words * 6 * 4 + 64;
@@ -590,7 +591,7 @@ void test_mock_history_pruned_event(void) {
         char *out = chat_ok(agent, "more", NULL, &cb);
         zoo_string_free(out);
     }
-    CHECKF(strstr(ctx.events, "history_pruned") != NULL, "events: %s", ctx.events);
+    CHECKF(strstr(ctx.events, "history_compacted") != NULL, "events: %s", ctx.events);
     char *history = NULL, *err = NULL;
     REQUIRE_STATUS(zoo_agent_history_json(agent, &history, &err), ZOO_OK, err);
     /* The first turn went; the last one stayed. */

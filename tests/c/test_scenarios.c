@@ -243,8 +243,10 @@ static bool check_outcome(jv want, zoo_status status, const char *error, const c
 /* ---- tools ---- */
 
 typedef struct {
-    const zoo_agent *agent; /* for `stop` */
+    const zoo_agent *agent; /* for `stop`, `steer` and `follow_up` */
     bool stop;
+    char *steer;     /* sent with zoo_agent_steer, or NULL */
+    char *follow_up; /* queued with zoo_agent_follow_up, or NULL */
     long sleep_ms;
     bool echo;
     char *fail;   /* decoded message, or NULL */
@@ -255,6 +257,8 @@ static void free_behavior(void *user_data) {
     behavior *b = user_data;
     free(b->fail);
     free(b->result);
+    free(b->steer);
+    free(b->follow_up);
     free(b);
 }
 
@@ -262,6 +266,8 @@ static void run_tool(void *user_data, const char *args, size_t len, zoo_tool_res
     (void)len;
     behavior *b = user_data;
     if (b->stop) zoo_agent_stop(b->agent);
+    if (b->steer) zoo_agent_steer(b->agent, b->steer, NULL);
+    if (b->follow_up) zoo_agent_follow_up(b->agent, b->follow_up, NULL);
     if (b->sleep_ms > 0) {
         struct timespec ts = {b->sleep_ms / 1000, (b->sleep_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -280,6 +286,8 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     b->stop = jv_kind(jv_get(how, "stop")) == 't';
     b->agent = agent;
     b->fail = jv_str(jv_get(how, "fail"));
+    b->steer = jv_str(jv_get(how, "steer"));
+    b->follow_up = jv_str(jv_get(how, "follow_up"));
     jv ret = jv_get(how, "return");
     if (jv_ok(ret)) b->result = jv_text(ret);
     char *name = jv_str(jv_get(tool, "name"));
@@ -354,6 +362,12 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
     }
     jv max = jv_get(opts, "max_tokens");
     if (jv_ok(max)) options.max_tokens = (uint32_t)jv_num(max);
+    jv turns = jv_get(opts, "max_turns");
+    if (jv_ok(turns)) options.max_turns = (uint32_t)jv_num(turns);
+    jv tokens = jv_get(opts, "max_total_tokens");
+    if (jv_ok(tokens)) options.max_total_tokens = (uint64_t)jv_num(tokens);
+    jv duration = jv_get(opts, "max_duration_ms");
+    if (jv_ok(duration)) options.max_duration_ms = (uint64_t)jv_num(duration);
     event_log log = {NULL, 0, 0};
     zoo_chat_callbacks callbacks = {NULL, on_event, NULL, &log, NULL};
     char *out = NULL, *err = NULL;
@@ -413,6 +427,14 @@ static bool run_step(zoo_agent *agent, jv step, const char *at) {
         zoo_status status = zoo_agent_set_system_prompt(agent, prompt, &err);
         ok = check_outcome((jv){NULL, NULL}, status, err, at);
         free(prompt);
+    } else if (jv_ok(jv_get(step, "steer")) || jv_ok(jv_get(step, "follow_up"))) {
+        bool steer = jv_ok(jv_get(step, "steer"));
+        char *text = jv_str(jv_get(step, steer ? "steer" : "follow_up"));
+        zoo_status status = steer ? zoo_agent_steer(agent, text, &err) : zoo_agent_follow_up(agent, text, &err);
+        ok = check_outcome((jv){NULL, NULL}, status, err, at);
+        free(text);
+    } else if (jv_ok(jv_get(step, "clear_queues"))) {
+        ok = check_outcome((jv){NULL, NULL}, zoo_agent_clear_queues(agent), NULL, at);
     } else if (jv_ok(jv_get(step, "clear_history"))) {
         zoo_status status = zoo_agent_clear_history(agent, &err);
         ok = check_outcome((jv){NULL, NULL}, status, err, at);

@@ -56,6 +56,12 @@
     X(hostile_huge_max_tokens, 10)           \
     X(hostile_restored_history, 10)          \
     X(hostile_call_ids_after_restore, 10)    \
+    /* test_runtime.c */                     \
+    X(runtime_steer_from_a_thread, 15)       \
+    X(runtime_follow_up_and_limits, 15)      \
+    X(runtime_ids_and_arguments, 10)         \
+    /* test_remote.c */                      \
+    X(remote_openai_chat, 30)                \
     /* test_scenarios.c */                   \
     X(scenarios, 60)                         \
     /* test_mcp.c */                         \

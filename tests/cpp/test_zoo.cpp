@@ -312,7 +312,8 @@ TEST(chat_and_streaming, 10) {
     CHECK_EQ(zoo::response_text(response), "Hello from the  mock, \xc3\xa9t\xc3\xa9.");
     CHECK_EQ(streamed, zoo::response_text(response));
     CHECK(tokens == 5);
-    CHECK(events.size() == 1 && events[0] == "iteration_started");
+    CHECK(events.size() == 4 && events[0] == "chat_started" && events[1] == "turn_started" &&
+          events[3] == "chat_finished");
     CHECK_EQ(*zoo::json_string_member(response, "stop_reason"), "stop");
     // max_tokens and rag_context reach the engine.
     zoo::ChatOptions limited;

@@ -20,7 +20,12 @@ test('chat streams tokens and resolves to a typed response', async () => {
   assert.deepEqual(response.toolCalls, [])
   assert.equal(response.usage.completionTokens, tokens.length)
   assert.equal(typeof response.metrics.totalMs, 'number')
-  assert.deepEqual(events, [{ type: 'iteration_started', iteration: 1 }])
+  assert.deepEqual(
+    events.map(({ type, chatId, seq }) => ({ type, chatId, seq })),
+    ['chat_started', 'turn_started', 'turn_finished', 'chat_finished'].map((type, seq) => ({ type, chatId: 1, seq })),
+  )
+  assert.ok(events.every((e) => e.agentId === agent.id))
+  assert.deepEqual(events[3].usage, response.usage)
   assert.equal(await agent.close(), true)
   assert.equal(agent.closed, true)
 })
@@ -56,7 +61,10 @@ test('a sync JS tool is called with valid arguments and its result goes to the m
   assert.deepEqual(response.toolCalls[0].arguments, { a: 2, b: 3 })
   assert.equal(response.toolCalls[0].result, 5)
   assert.equal(response.text, 'The sum is 5.')
-  assert.deepEqual(events, ['iteration_started', 'tool_call_started', 'tool_call_finished', 'iteration_started'])
+  assert.deepEqual(events, [
+    'chat_started', 'turn_started', 'turn_finished', 'tool_call_started', 'tool_call_finished',
+    'turn_started', 'turn_finished', 'chat_finished',
+  ])
   const tool = agent.history().find((m) => m.role === 'tool')
   assert.equal(tool.content, '5')
   await agent.close()
@@ -152,7 +160,7 @@ test('stream() yields tokens and events in order, then the response', async () =
   const items = []
   for await (const item of stream) items.push(item)
   const types = items.map((i) => i.type)
-  assert.deepEqual(types.slice(0, 4), ['iteration_started', 'tool_call_started', 'tool_call_finished', 'iteration_started'])
+  assert.deepEqual(types.slice(0, 6), ['chat_started', 'turn_started', 'turn_finished', 'tool_call_started', 'tool_call_finished', 'turn_started'])
   assert.equal(items.filter((i) => i.type === 'token').map((i) => i.text).join(''), 'It is 9.')
   const response = await stream.response
   assert.equal(response.text, 'It is 9.')

@@ -86,6 +86,8 @@ function checkError(want, error, at) {
 function handler(agent, behavior) {
   return async (args) => {
     if (behavior.stop) agent.stop()
+    if (behavior.steer !== undefined) agent.steer(behavior.steer)
+    if (behavior.follow_up !== undefined) agent.followUp(behavior.follow_up)
     if (behavior.sleep_ms !== undefined) await sleep(behavior.sleep_ms)
     // A thrown string reaches the engine as it is.
     if (behavior.fail !== undefined) throw behavior.fail
@@ -163,6 +165,9 @@ async function runScenario(scenario) {
         if (step.expect && 'removed' in step.expect) matches(step.expect.removed, removed, `${at}.removed`)
       } else if ('set_system_prompt' in step) await agent.setSystemPrompt(step.set_system_prompt)
       else if ('clear_history' in step) await agent.clearHistory()
+      else if ('steer' in step) agent.steer(step.steer)
+      else if ('follow_up' in step) agent.followUp(step.follow_up)
+      else if ('clear_queues' in step) agent.clearQueues()
       else if ('expect_history' in step) matches(camelize(step.expect_history), agent.history(), `${at}.history`)
       else assert.fail(`${at}: unknown step ${JSON.stringify(step)}`)
     }

@@ -46,7 +46,7 @@ def test_streaming_tokens_and_events():
         tokens, events = [], []
         response = agent.chat("ping?", on_token=tokens.append, on_event=events.append)
         assert "".join(tokens) == response.text == "pong back to you"
-        assert [e.type for e in events][:2] == ["iteration_started", "tool_call_started"]
+        assert [e.type for e in events][:4] == ["chat_started", "turn_started", "turn_finished", "tool_call_started"]
         assert any(e.type == "tool_call_finished" and e.data["result"] == "pong" for e in events)
 
         items = list(stream := agent.stream("again"))

@@ -84,6 +84,10 @@ def handler(agent: zk.Agent, behavior: Dict[str, Any]) -> Any:
     def run(**arguments: Any) -> Any:
         if behavior.get("stop"):
             agent.stop()
+        if "steer" in behavior:
+            agent.steer(behavior["steer"])
+        if "follow_up" in behavior:
+            agent.follow_up(behavior["follow_up"])
         if "sleep_ms" in behavior:
             time.sleep(behavior["sleep_ms"] / 1000)
         if "fail" in behavior:
@@ -104,7 +108,7 @@ def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str) -> None:
     events: List[Dict[str, Any]] = []
     options = dict(step.get("options", {}))
     try:
-        response = agent.chat(step["chat"], on_event=lambda e: events.append({"type": e.type, **e.data}), **options)
+        response = agent.chat(step["chat"], on_event=lambda e: events.append({"type": e.type, "agent_id": e.agent_id, "chat_id": e.chat_id, "seq": e.seq, **e.data}), **options)
     except zk.ZooError as error:
         check_error(expect.get("error"), error, at)
     else:
@@ -161,6 +165,12 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
                 agent.set_system_prompt(step["set_system_prompt"])
             elif "clear_history" in step:
                 agent.clear_history()
+            elif "steer" in step:
+                agent.steer(step["steer"])
+            elif "follow_up" in step:
+                agent.follow_up(step["follow_up"])
+            elif "clear_queues" in step:
+                agent.clear_queues()
             elif "expect_history" in step:
                 matches(step["expect_history"], agent.history, f"{at}.history")
             else:

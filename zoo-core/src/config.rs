@@ -8,6 +8,39 @@ use crate::error::{Error, Result};
 use crate::provider::{self, Provider};
 use crate::template::TemplateFamily;
 
+/// How many queued `steer()` or `follow_up()` messages a chat takes at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueMode {
+    /// One message per reply, in order.
+    #[default]
+    OneAtATime,
+    /// Every message queued so far, joined into one.
+    All,
+}
+
+impl QueueMode {
+    /// From its config name, `one_at_a_time` or `all`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "one_at_a_time" => Some(QueueMode::OneAtATime),
+            "all" => Some(QueueMode::All),
+            _ => None,
+        }
+    }
+
+    /// Checks the value of the config key `key`.
+    fn check(key: &str, value: &str) -> Result<()> {
+        match Self::parse(value) {
+            Some(_) => Ok(()),
+            None => Err(Error::config(
+                key,
+                format!("expected one_at_a_time or all, got \"{value}\""),
+            )),
+        }
+    }
+}
+
 /// Which chat template renders the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum TemplateChoice {
@@ -163,6 +196,20 @@ pub struct Config {
     pub max_tool_iterations: u32,
     /// Failed attempts at a tool allowed after the first, before `tool_retries_exhausted`.
     pub max_tool_retries: u32,
+    /// Model replies a chat may take, follow-ups included, before it ends
+    /// with stop reason `limit`; 0 for no limit. The default, 50, stops a
+    /// runaway and no real task (a chat's tool loop ends at
+    /// `max_tool_iterations` well before it).
+    pub max_turns: u32,
+    /// Prompt plus completion tokens a chat may use over its replies; 0
+    /// (the default) for no limit.
+    pub max_total_tokens: u64,
+    /// Wall-clock milliseconds a chat may run; 0 (the default) for no limit.
+    pub max_duration_ms: u64,
+    /// How many `steer()` messages join the conversation before a reply.
+    pub steering_mode: QueueMode,
+    /// How many `follow_up()` messages start a new round at once.
+    pub follow_up_mode: QueueMode,
     /// What the agent runs on instead of a local model (`None`: the model
     /// at `model_path`), e.g. the scripted mock for testing an agent
     /// without a model file.
@@ -191,6 +238,11 @@ impl Default for Config {
             tool_choice: ToolChoice::Auto,
             max_tool_iterations: 10,
             max_tool_retries: 2,
+            max_turns: 50,
+            max_total_tokens: 0,
+            max_duration_ms: 0,
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
             provider: None,
         }
     }
@@ -240,6 +292,16 @@ impl Config {
         max_tool_iterations: u32,
         /// Sets `max_tool_retries`.
         max_tool_retries: u32,
+        /// Sets `max_turns`.
+        max_turns: u32,
+        /// Sets `max_total_tokens`.
+        max_total_tokens: u64,
+        /// Sets `max_duration_ms`.
+        max_duration_ms: u64,
+        /// Sets `steering_mode`.
+        steering_mode: QueueMode,
+        /// Sets `follow_up_mode`.
+        follow_up_mode: QueueMode,
         /// Sets `stop`.
         stop: Vec<String>,
     }
@@ -343,8 +405,14 @@ const CONFIG_KEYS: Settings = Settings {
             },
         ),
         ("batch_size", Rule::whole(1, U32_MAX, "")),
-        ("threads", Rule::whole(0, 1024, " (0 follows the free cores)")),
-        ("threads_batch", Rule::whole(0, 1024, " (0 means the same as threads)")),
+        (
+            "threads",
+            Rule::whole(0, 1024, " (0 follows the free cores)"),
+        ),
+        (
+            "threads_batch",
+            Rule::whole(0, 1024, " (0 means the same as threads)"),
+        ),
         ("gpu_layers", GPU_LAYERS),
         (
             "seed",
@@ -427,6 +495,29 @@ const CONFIG_KEYS: Settings = Settings {
         ),
         ("max_tool_iterations", Rule::whole(1, U32_MAX, "")),
         ("max_tool_retries", Rule::whole(0, 100, "")),
+        ("max_turns", Rule::whole(0, U32_MAX, " (0 for no limit)")),
+        (
+            "max_total_tokens",
+            Rule::whole(0, i64::MAX, " (0 for no limit)"),
+        ),
+        (
+            "max_duration_ms",
+            Rule::whole(0, i64::MAX, " (0 for no limit)"),
+        ),
+        (
+            "steering_mode",
+            Rule::Choice {
+                expected: "one_at_a_time or all",
+                parse: |value| QueueMode::check("steering_mode", value),
+            },
+        ),
+        (
+            "follow_up_mode",
+            Rule::Choice {
+                expected: "one_at_a_time or all",
+                parse: |value| QueueMode::check("follow_up_mode", value),
+            },
+        ),
         (
             "provider",
             Rule::Custom {

@@ -46,11 +46,16 @@ pub enum ErrorCode {
     Io = 15,
     /// A bug: a caught panic or a broken invariant.
     Internal = 16,
+    /// A remote model provider failed: an error status, a broken
+    /// connection, a stream that could not be read.
+    ProviderFailed = 17,
+    /// A remote model provider refused the credentials (HTTP 401 or 403).
+    AuthenticationFailed = 18,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidConfig,
         ErrorCode::InvalidJson,
@@ -67,6 +72,8 @@ impl ErrorCode {
         ErrorCode::Mcp,
         ErrorCode::Io,
         ErrorCode::Internal,
+        ErrorCode::ProviderFailed,
+        ErrorCode::AuthenticationFailed,
     ];
 
     /// The numeric value shared with C, Python and Node.
@@ -98,6 +105,8 @@ impl ErrorCode {
             ErrorCode::Mcp => "mcp",
             ErrorCode::Io => "io",
             ErrorCode::Internal => "internal",
+            ErrorCode::ProviderFailed => "provider_failed",
+            ErrorCode::AuthenticationFailed => "authentication_failed",
         }
     }
 }
@@ -193,6 +202,28 @@ pub enum Error {
     /// A bug: a caught panic or a broken invariant.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A remote model provider failed: it answered with an error status,
+    /// the connection broke, or its stream could not be read.
+    #[error("provider {provider} failed{}: {message}", http_status_suffix(*.status))]
+    ProviderFailed {
+        /// The provider's type and address, e.g. `openai (http://127.0.0.1:8080/v1)`.
+        provider: String,
+        /// The HTTP status it answered with, if it answered.
+        status: Option<u16>,
+        /// What went wrong, with the server's own error text when it gave one.
+        message: String,
+    },
+    /// A remote model provider refused the credentials (HTTP 401 or 403).
+    /// The message never holds the API key.
+    #[error("provider {provider} refused the credentials (HTTP {status}): {message}")]
+    AuthenticationFailed {
+        /// The provider's type and address.
+        provider: String,
+        /// 401 or 403.
+        status: u16,
+        /// The server's own error text.
+        message: String,
+    },
 }
 
 impl Error {
@@ -215,6 +246,8 @@ impl Error {
             Error::Mcp { .. } => ErrorCode::Mcp,
             Error::Io(_) => ErrorCode::Io,
             Error::Internal(_) => ErrorCode::Internal,
+            Error::ProviderFailed { .. } => ErrorCode::ProviderFailed,
+            Error::AuthenticationFailed { .. } => ErrorCode::AuthenticationFailed,
         }
     }
 
@@ -257,6 +290,13 @@ impl Error {
 /// " (JSON-RPC error -32602)" when the server gave a code, else nothing.
 fn rpc_code_suffix(code: Option<i64>) -> String {
     code.map(|c| format!(" (JSON-RPC error {c})"))
+        .unwrap_or_default()
+}
+
+/// " with HTTP 500" when the provider answered with a status, else nothing.
+fn http_status_suffix(status: Option<u16>) -> String {
+    status
+        .map(|s| format!(" with HTTP {s}"))
         .unwrap_or_default()
 }
 

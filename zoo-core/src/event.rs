@@ -1,20 +1,54 @@
 //! Events a chat reports while it runs, for progress displays and logs.
+//!
+//! Every chat reports one ordered stream: `chat_started` first and
+//! `chat_finished` last (on success, limit, rejection and cancel alike; a
+//! chat that fails with an error reports no `chat_finished`, its error is the
+//! end), each `turn_started` followed by its `turn_finished` before the next
+//! turn starts, each `tool_call_started` by its `tool_call_finished`. `seq`
+//! counts the chat's events from 0 without gaps. Reply text is not an event:
+//! tokens have their own, cheaper callback.
 
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use crate::response::ToolErrorRecord;
+use crate::response::{StopReason, ToolErrorRecord, Usage};
 
-/// Something that happened during a chat. Delivered in order on the
-/// inference thread to the chat's `on_event` callback; serialized as JSON
-/// with a `type` field for other languages.
+/// Something that happened during a chat, with the identity of the chat.
+/// Serialized as one flat JSON object: `type`, `agent_id`, `chat_id`, `seq`
+/// and the fields of its kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    /// The agent, unique in the process (the first agent is 1).
+    pub agent_id: u64,
+    /// The chat, unique in its agent (the first chat is 1).
+    pub chat_id: u64,
+    /// The event's place in its chat's stream, from 0.
+    pub seq: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened, by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum AgentEvent {
-    /// A model reply is about to be generated (1 for the first).
-    IterationStarted {
-        /// Which reply of the chat this is.
-        iteration: u32,
+pub enum EventKind {
+    /// The chat began: its user message is about to join the history.
+    ChatStarted {
+        /// The user's message.
+        message: String,
+    },
+    /// A model reply is about to be generated.
+    TurnStarted {
+        /// Which reply of the chat this is (1 for the first).
+        turn: u32,
+    },
+    /// A model reply ended (before its tool calls run).
+    TurnFinished {
+        /// Which reply of the chat this was.
+        turn: u32,
+        /// The reply's own token counts.
+        usage: Usage,
     },
     /// A tool is about to run.
     ToolCallStarted {
@@ -42,10 +76,36 @@ pub enum AgentEvent {
     },
     /// A tool error was sent back to the model.
     ToolError(ToolErrorRecord),
-    /// Old turns were removed from the history to fit the context window.
-    HistoryPruned {
+    /// Old turns left the history to make room in the context window.
+    HistoryCompacted {
         /// The removed messages, oldest first.
-        messages: Vec<Message>,
+        removed: Vec<Message>,
+    },
+    /// A message sent with `steer()` joined the conversation before the
+    /// next reply.
+    SteeringReceived {
+        /// The message.
+        message: String,
+    },
+    /// A message queued with `follow_up()` started a new round of the chat,
+    /// which would otherwise have ended.
+    FollowUpStarted {
+        /// The message.
+        message: String,
+    },
+    /// A limit of the chat was reached; the chat ends with stop reason `limit`.
+    LimitReached {
+        /// Which: `max_turns`, `max_total_tokens` or `max_duration_ms`.
+        limit: String,
+        /// The limit's value.
+        value: u64,
+    },
+    /// The chat ended.
+    ChatFinished {
+        /// Why.
+        stop_reason: StopReason,
+        /// Token counts over the whole chat.
+        usage: Usage,
     },
 }
 

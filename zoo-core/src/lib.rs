@@ -25,11 +25,12 @@ pub use agent::{Agent, AgentState, ChatHandle, ChatOptions};
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams};
 pub use backend::mock::{MockBackend, MockReply};
+pub use backend::remote::{MaxTokensField, OpenAiProvider, RemoteBackend};
 pub use backend::Backend;
 pub use cancel::CancelToken;
-pub use config::{Config, TemplateChoice, ToolChoice};
+pub use config::{Config, QueueMode, TemplateChoice, ToolChoice};
 pub use error::{Error, ErrorCode, Result};
-pub use event::AgentEvent;
+pub use event::{AgentEvent, EventKind};
 pub use mcp::{HttpTransport, McpClient, McpServerInfo, McpTransport, StdioTransport};
 pub use message::{Message, Role, ToolCall};
 pub use provider::{MockProvider, Provider};

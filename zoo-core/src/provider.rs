@@ -7,6 +7,12 @@
 //! {"provider": {"type": "mock", "replies": ["Hello!", {"error": "boom"}], "piece_delay_ms": 5}}
 //! ```
 //!
+//! or an OpenAI-compatible server ([`OpenAiProvider`]):
+//!
+//! ```json
+//! {"provider": {"type": "openai", "base_url": "http://127.0.0.1:8080/v1", "api_key_env": "OPENAI_API_KEY"}}
+//! ```
+//!
 //! Each type has a table of keys and rules (below), which the config reader
 //! checks before anything is parsed, so that a bad value is
 //! `invalid_config` naming its key (`provider.piece_delay_ms`) in the same
@@ -16,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::backend::mock::{MockBackend, MockReply};
+use crate::backend::remote::{OpenAiProvider, OPENAI_KEYS};
 use crate::config::{describe, Rule, Settings};
 use crate::error::{Error, Result};
 
@@ -26,6 +33,10 @@ use crate::error::{Error, Result};
 pub enum Provider {
     /// `{"type": "mock", ...}`: a scripted model (see [`MockProvider`]).
     Mock(MockProvider),
+    /// `{"type": "openai", "base_url": ...}`: an OpenAI-compatible server
+    /// (see [`OpenAiProvider`]).
+    #[serde(rename = "openai")]
+    OpenAi(OpenAiProvider),
 }
 
 impl Provider {
@@ -33,6 +44,7 @@ impl Provider {
     pub fn type_name(&self) -> &'static str {
         match self {
             Provider::Mock(_) => "mock",
+            Provider::OpenAi(_) => "openai",
         }
     }
 }
@@ -85,9 +97,15 @@ impl From<MockProvider> for Provider {
     }
 }
 
+impl From<OpenAiProvider> for Provider {
+    fn from(openai: OpenAiProvider) -> Self {
+        Provider::OpenAi(openai)
+    }
+}
+
 /// Every provider type and its keys, in the order errors list them. A new
 /// provider is a variant of [`Provider`] and a line here.
-const TYPES: &[(&str, &Settings)] = &[("mock", &MOCK_KEYS)];
+const TYPES: &[(&str, &Settings)] = &[("mock", &MOCK_KEYS), ("openai", &OPENAI_KEYS)];
 
 /// The `type` key, which every provider table lists first (it was checked
 /// before the table was chosen).
@@ -224,15 +242,15 @@ mod tests {
         for (provider, want) in [
             (
                 r#"{"type": "gpt"}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock"), got "gpt""#,
+                r#"invalid config `provider.type`: expected a provider type ("mock" or "openai"), got "gpt""#,
             ),
             (
                 r#"{"replies": []}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock"), got nothing"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock" or "openai"), got nothing"#,
             ),
             (
                 r#"{"type": 3}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock"), got 3"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock" or "openai"), got 3"#,
             ),
             (
                 r#""mock""#,

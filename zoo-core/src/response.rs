@@ -15,6 +15,9 @@ pub enum StopReason {
     Length,
     /// `max_tool_iterations` replies with tool calls were reached.
     ToolLimit,
+    /// A limit of the chat (`max_turns`, `max_total_tokens`,
+    /// `max_duration_ms`) was reached; the `limit_reached` event says which.
+    Limit,
     /// The chat was cancelled; the text is what was generated until then.
     Cancelled,
     /// The chat failed; see the error.

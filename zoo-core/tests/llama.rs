@@ -278,6 +278,7 @@ fn required_calls_always_parse_and_validate() {
             max_tokens: None,
             stop: &[],
             cache_hint: CacheHint::default(),
+            deadline: None,
         };
         let generation = backend
             .generate(&request, &mut |_| {}, &CancelToken::new())
@@ -530,7 +531,7 @@ fn full_window_prunes_history_instead_of_failing() {
             .chat(
                 format!("Fact {i}: tell me something short about the number {i}."),
                 ChatOptions::new().on_event(move |e| {
-                    if let zoo_core::AgentEvent::HistoryPruned { messages } = e {
+                    if let zoo_core::EventKind::HistoryCompacted { removed: messages } = &e.kind {
                         *seen.lock().unwrap() += messages.len();
                     }
                 }),
@@ -625,6 +626,7 @@ fn auto_request<'a>(messages: &'a [Message], tools: &'a [ToolDefinition]) -> Gen
         max_tokens: Some(200),
         stop: &[],
         cache_hint: CacheHint::default(),
+        deadline: None,
     }
 }
 

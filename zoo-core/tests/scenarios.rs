@@ -5,7 +5,7 @@
 //! shows what was expected beside what came back.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -91,10 +91,17 @@ fn check_error(want: Option<&Value>, error: &Error, at: &str) -> Result<(), Stri
     }
 }
 
-/// The cancel token of the chat in flight, which a `stop` tool cancels: a
-/// Rust tool has no agent to call `stop()` on, and cancelling the chat's
-/// token is what `stop()` does.
-type Current = Arc<Mutex<Option<CancelToken>>>;
+/// What a scenario tool reaches while it runs: the cancel token of the
+/// chat in flight, which a `stop` tool cancels (cancelling the chat's token
+/// is what `stop()` does), and the agent, which `steer` and `follow_up`
+/// tools send messages to.
+#[derive(Default)]
+struct Reach {
+    token: Mutex<Option<CancelToken>>,
+    agent: OnceLock<Weak<Agent>>,
+}
+
+type Current = Arc<Reach>;
 
 /// The handler of a scenario tool, from its `behavior`.
 fn handler(
@@ -105,9 +112,18 @@ fn handler(
     let current = Arc::clone(current);
     move |args: Value| {
         if behavior.get("stop") == Some(&Value::Bool(true)) {
-            if let Some(token) = current.lock().unwrap().as_ref() {
+            if let Some(token) = current.token.lock().unwrap().as_ref() {
                 token.cancel();
             }
+        }
+        let agent = current.agent.get().and_then(Weak::upgrade);
+        if let (Some(text), Some(agent)) = (behavior.get("steer").and_then(Value::as_str), &agent) {
+            agent.steer(text);
+        }
+        if let (Some(text), Some(agent)) =
+            (behavior.get("follow_up").and_then(Value::as_str), &agent)
+        {
+            agent.follow_up(text);
         }
         if let Some(ms) = behavior.get("sleep_ms").and_then(Value::as_u64) {
             std::thread::sleep(Duration::from_millis(ms));
@@ -138,6 +154,15 @@ fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions,
         if let Some(max) = o.get("max_tokens").and_then(Value::as_u64) {
             options = options.max_tokens(max as u32);
         }
+        if let Some(max) = o.get("max_turns").and_then(Value::as_u64) {
+            options = options.max_turns(max as u32);
+        }
+        if let Some(max) = o.get("max_total_tokens").and_then(Value::as_u64) {
+            options = options.max_total_tokens(max);
+        }
+        if let Some(max) = o.get("max_duration_ms").and_then(Value::as_u64) {
+            options = options.max_duration_ms(max);
+        }
     }
     Ok(options)
 }
@@ -149,12 +174,12 @@ fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<
     let expect = step.get("expect").cloned().unwrap_or(json!({}));
     let events = Arc::new(Mutex::new(Vec::new()));
     let token = CancelToken::new();
-    *current.lock().unwrap() = Some(token.clone());
+    *current.token.lock().unwrap() = Some(token.clone());
     let result = match options(step, &events) {
         Ok(options) => agent.chat(message, options.cancel_token(token)).wait(),
         Err(error) => Err(error),
     };
-    *current.lock().unwrap() = None;
+    *current.token.lock().unwrap() = None;
     match result {
         Ok(response) => {
             if expect.get("error").is_some() {
@@ -223,7 +248,15 @@ fn check_format(scenario: &Value) -> Result<(), String> {
         )?;
         check_keys(
             &tool["behavior"],
-            &["return", "echo", "fail", "sleep_ms", "stop"],
+            &[
+                "return",
+                "echo",
+                "fail",
+                "sleep_ms",
+                "stop",
+                "steer",
+                "follow_up",
+            ],
             &format!("{at}.behavior"),
         )?;
     }
@@ -245,13 +278,22 @@ fn check_format(scenario: &Value) -> Result<(), String> {
                 "set_system_prompt",
                 "unregister_tool",
                 "expect_history",
+                "steer",
+                "follow_up",
+                "clear_queues",
             ],
             &at,
         )?;
         if let Some(options) = step.get("options") {
             check_keys(
                 options,
-                &["tool_choice", "max_tokens"],
+                &[
+                    "tool_choice",
+                    "max_tokens",
+                    "max_turns",
+                    "max_total_tokens",
+                    "max_duration_ms",
+                ],
                 &format!("{at}.options"),
             )?;
         }
@@ -298,8 +340,9 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
     let agent = match (created, scenario.get("create_error")) {
         (Ok(_), Some(want)) => return Err(format!("create: want the error {want}, got an agent")),
         (Err(error), want) => return check_error(want, &error, "create"),
-        (Ok(agent), None) => agent,
+        (Ok(agent), None) => Arc::new(agent),
     };
+    let _ = current.agent.set(Arc::downgrade(&agent));
     for tool in scenario
         .get("tools")
         .and_then(Value::as_array)
@@ -353,6 +396,12 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
             agent
                 .set_system_prompt(prompt)
                 .map_err(|e| format!("{at}: {e}"))?;
+        } else if let Some(text) = step.get("steer").and_then(Value::as_str) {
+            agent.steer(text);
+        } else if let Some(text) = step.get("follow_up").and_then(Value::as_str) {
+            agent.follow_up(text);
+        } else if step.get("clear_queues").is_some() {
+            agent.clear_queues();
         } else if step.get("clear_history").is_some() {
             agent.clear_history().map_err(|e| format!("{at}: {e}"))?;
         } else if let Some(want) = step.get("expect_history") {

@@ -20,10 +20,14 @@ use crate::tool::{zoo_free_fn, UserData};
 pub type zoo_token_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, text: *const c_char, len: usize)>;
 
-/// Receives a progress event as JSON (`len` bytes, not NUL-terminated) with
-/// a `type` field: `iteration_started`, `tool_call_started`,
-/// `tool_call_finished`, `tool_error`, `history_pruned`. Runs on the
-/// inference thread; valid only during the call.
+/// Receives a progress event as JSON (`len` bytes, not NUL-terminated): a
+/// `type` (`chat_started`, `turn_started`, `turn_finished`,
+/// `tool_call_started`, `tool_call_finished`, `tool_error`,
+/// `history_compacted`, `steering_received`, `follow_up_started`,
+/// `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
+/// of the event, and the fields of its type. `chat_started` comes first and
+/// `chat_finished` last. Runs on the inference thread; valid only during
+/// the call.
 pub type zoo_event_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char, len: usize)>;
 
@@ -88,6 +92,12 @@ pub struct zoo_chat_options {
     pub max_tokens: u32,
     /// Retrieved context shown for this turn only, never stored; may be NULL.
     pub rag_context: *const c_char,
+    /// Model replies this chat may take; 0 keeps the agent's `max_turns`.
+    pub max_turns: u32,
+    /// Tokens this chat may use; 0 keeps the agent's `max_total_tokens`.
+    pub max_total_tokens: u64,
+    /// Milliseconds this chat may run; 0 keeps the agent's `max_duration_ms`.
+    pub max_duration_ms: u64,
 }
 
 fn tool_choice(options: &zoo_chat_options) -> FfiResult<Option<ToolChoice>> {
@@ -140,6 +150,9 @@ fn chat_options(
         out.tool_choice = tool_choice(options)?;
         out.max_tokens = (options.max_tokens > 0).then_some(options.max_tokens);
         out.rag_context = opt_str_arg(options.rag_context, "rag_context")?.map(str::to_string);
+        out.max_turns = Some(options.max_turns);
+        out.max_total_tokens = Some(options.max_total_tokens);
+        out.max_duration_ms = Some(options.max_duration_ms);
     }
     // SAFETY: as above.
     let (Some(callbacks), Some(data)) = (unsafe { callbacks.as_ref() }, data) else {

@@ -24,6 +24,7 @@ mod chat;
 mod mcp;
 mod model;
 mod status;
+mod steering;
 mod strings;
 mod tool;
 
@@ -32,5 +33,6 @@ pub use chat::*;
 pub use mcp::*;
 pub use model::*;
 pub use status::*;
+pub use steering::*;
 pub use strings::*;
 pub use tool::*;

@@ -45,6 +45,12 @@ pub enum zoo_status {
     ZOO_IO = 15,
     /// A bug in Zoo-Keeper (a caught panic).
     ZOO_INTERNAL = 16,
+    /// A remote model provider failed (an error status, a broken
+    /// connection, an unreadable stream); the message names the provider,
+    /// the HTTP status and the server's own error text.
+    ZOO_PROVIDER_FAILED = 17,
+    /// A remote model provider refused the credentials (HTTP 401 or 403).
+    ZOO_AUTHENTICATION_FAILED = 18,
 }
 
 impl From<ErrorCode> for zoo_status {
@@ -66,6 +72,8 @@ impl From<ErrorCode> for zoo_status {
             ErrorCode::Mcp => zoo_status::ZOO_MCP,
             ErrorCode::Io => zoo_status::ZOO_IO,
             ErrorCode::Internal => zoo_status::ZOO_INTERNAL,
+            ErrorCode::ProviderFailed => zoo_status::ZOO_PROVIDER_FAILED,
+            ErrorCode::AuthenticationFailed => zoo_status::ZOO_AUTHENTICATION_FAILED,
         }
     }
 }
@@ -92,6 +100,8 @@ pub extern "C" fn zoo_status_str(status: i32) -> *const c_char {
         14 => b"MCP error\0",
         15 => b"I/O error\0",
         16 => b"internal error\0",
+        17 => b"provider failed\0",
+        18 => b"authentication failed\0",
         _ => b"unknown status\0",
     };
     text.as_ptr().cast()

@@ -163,7 +163,7 @@ impl NativeAgent {
     // The generator would type `drain` as taking one `Batch`; it is called
     // with the batch's two arrays as separate arguments.
     #[napi(
-        ts_args_type = "message: string, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null"
+        ts_args_type = "message: string, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn chat(
@@ -175,6 +175,9 @@ impl NativeAgent {
         tool_choice: Option<String>,
         max_tokens: Option<f64>,
         rag_context: Option<String>,
+        max_turns: Option<f64>,
+        max_total_tokens: Option<f64>,
+        max_duration_ms: Option<f64>,
     ) -> napi::Result<NativeChat> {
         let agent = self.agent()?;
         let mut options = ChatOptions::new();
@@ -188,6 +191,20 @@ impl NativeAgent {
             .transpose()?
             .map(|n| n as u32);
         options.rag_context = rag_context;
+        options.max_turns = max_turns
+            .map(|n| integer("maxTurns", n, 0, i64::from(u32::MAX)))
+            .transpose()?
+            .map(|n| n as u32);
+        // JavaScript numbers are exact up to 2^53.
+        const SAFE: i64 = (1 << 53) - 1;
+        options.max_total_tokens = max_total_tokens
+            .map(|n| integer("maxTotalTokens", n, 0, SAFE))
+            .transpose()?
+            .map(|n| n as u64);
+        options.max_duration_ms = max_duration_ms
+            .map(|n| integer("maxDurationMs", n, 0, SAFE))
+            .transpose()?
+            .map(|n| n as u64);
 
         let queue: Queue = Arc::default();
         let batch_queue = queue.clone();
@@ -224,6 +241,33 @@ impl NativeAgent {
     pub fn stop(&self) -> napi::Result<()> {
         self.agent()?.stop();
         Ok(())
+    }
+
+    /// Sends a message to the running chat (or the next one).
+    #[napi]
+    pub fn steer(&self, text: String) -> napi::Result<()> {
+        self.agent()?.steer(text);
+        Ok(())
+    }
+
+    /// Queues a message that starts a new round when the chat would end.
+    #[napi]
+    pub fn follow_up(&self, text: String) -> napi::Result<()> {
+        self.agent()?.follow_up(text);
+        Ok(())
+    }
+
+    /// Drops every queued steering and follow-up message.
+    #[napi]
+    pub fn clear_queues(&self) -> napi::Result<()> {
+        self.agent()?.clear_queues();
+        Ok(())
+    }
+
+    /// The agent's id, the `agentId` of its events.
+    #[napi]
+    pub fn id(&self) -> napi::Result<f64> {
+        Ok(self.agent()?.id() as f64)
     }
 
     /// Connects an MCP server described by `transportJson` (the C ABI's

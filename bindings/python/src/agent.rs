@@ -59,6 +59,7 @@ impl NativeAgent {
         tool_choice: Option<String>,
         max_tokens: Option<i64>,
         rag_context: Option<String>,
+        limits: ChatLimits,
         cancel: &CancelToken,
         failed: &CallbackError,
     ) -> PyResult<ChatOptions> {
@@ -76,6 +77,15 @@ impl NativeAgent {
             .transpose()
             .py_err()?;
         options.rag_context = rag_context;
+        let count =
+            |name, value: Option<i64>, max| value.map(|n| in_range(name, n, max)).transpose();
+        options.max_turns = count("max_turns", limits.max_turns, u32::MAX.into())
+            .py_err()?
+            .map(|n| n as u32);
+        options.max_total_tokens =
+            count("max_total_tokens", limits.max_total_tokens, i64::MAX).py_err()?;
+        options.max_duration_ms =
+            count("max_duration_ms", limits.max_duration_ms, i64::MAX).py_err()?;
         if let Some(callback) = on_token {
             let (failed, cancel) = (failed.clone(), cancel.clone());
             options = options.on_token(move |text| {
@@ -104,6 +114,22 @@ impl NativeAgent {
             });
         }
         Ok(options)
+    }
+}
+
+/// A chat's own limits, as Python passes them (`None` keeps the agent's).
+#[derive(Default)]
+struct ChatLimits {
+    max_turns: Option<i64>,
+    max_total_tokens: Option<i64>,
+    max_duration_ms: Option<i64>,
+}
+
+/// `value` as a count from 0 to `max`, or the core's out-of-range error.
+fn in_range(name: &str, value: i64, max: i64) -> Result<u64, Error> {
+    match value {
+        0.. if value <= max => Ok(value as u64),
+        _ => Err(Error::out_of_range(name, 0, max, value)),
     }
 }
 
@@ -232,7 +258,7 @@ impl NativeAgent {
     /// Chats and blocks (GIL released) until the reply is complete; returns
     /// the response JSON. An exception in a callback stops the chat and is
     /// raised here; Ctrl-C cancels the chat and raises KeyboardInterrupt.
-    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None))]
     #[allow(clippy::too_many_arguments)]
     fn chat(
         &self,
@@ -243,6 +269,9 @@ impl NativeAgent {
         tool_choice: Option<String>,
         max_tokens: Option<i64>,
         rag_context: Option<String>,
+        max_turns: Option<i64>,
+        max_total_tokens: Option<i64>,
+        max_duration_ms: Option<i64>,
     ) -> PyResult<String> {
         let agent = self.agent()?;
         if agent.on_inference_thread() {
@@ -258,6 +287,11 @@ impl NativeAgent {
             tool_choice,
             max_tokens,
             rag_context,
+            ChatLimits {
+                max_turns,
+                max_total_tokens,
+                max_duration_ms,
+            },
             &cancel,
             &failed,
         )?;
@@ -272,7 +306,7 @@ impl NativeAgent {
     /// Starts a chat and returns at once. `on_complete(code, text)` runs on
     /// the inference thread when it ends: code 0 with the response JSON, or
     /// an error code with the message.
-    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None))]
     #[allow(clippy::too_many_arguments)]
     fn chat_start(
         &self,
@@ -283,6 +317,9 @@ impl NativeAgent {
         tool_choice: Option<String>,
         max_tokens: Option<i64>,
         rag_context: Option<String>,
+        max_turns: Option<i64>,
+        max_total_tokens: Option<i64>,
+        max_duration_ms: Option<i64>,
     ) -> PyResult<NativeChat> {
         let agent = self.agent()?;
         let cancel = CancelToken::new();
@@ -293,6 +330,11 @@ impl NativeAgent {
             tool_choice,
             max_tokens,
             rag_context,
+            ChatLimits {
+                max_turns,
+                max_total_tokens,
+                max_duration_ms,
+            },
             &cancel,
             &failed,
         )?;
@@ -323,6 +365,29 @@ impl NativeAgent {
     fn stop(&self) -> PyResult<()> {
         self.agent()?.stop();
         Ok(())
+    }
+
+    /// Sends a message to the running chat (or the next), from any thread.
+    fn steer(&self, text: String) -> PyResult<()> {
+        self.agent()?.steer(text);
+        Ok(())
+    }
+
+    /// Queues a message that starts a new round when the chat would end.
+    fn follow_up(&self, text: String) -> PyResult<()> {
+        self.agent()?.follow_up(text);
+        Ok(())
+    }
+
+    /// Drops every queued steering and follow-up message.
+    fn clear_queues(&self) -> PyResult<()> {
+        self.agent()?.clear_queues();
+        Ok(())
+    }
+
+    /// The agent's id, the `agent_id` of its events.
+    fn id(&self) -> PyResult<u64> {
+        Ok(self.agent()?.id())
     }
 
     /// The conversation as JSON.

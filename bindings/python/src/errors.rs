@@ -103,6 +103,18 @@ create_exception!(
     ZooError,
     "A bug in Zoo-Keeper (code 16)."
 );
+create_exception!(
+    _native,
+    ProviderError,
+    ZooError,
+    "A remote model provider failed (code 17)."
+);
+create_exception!(
+    _native,
+    AuthenticationError,
+    ZooError,
+    "A remote model provider refused the credentials (code 18)."
+);
 
 /// Adds the classes to the module, each with its `code`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -136,6 +148,8 @@ fn class_of(py: Python<'_>, code: ErrorCode) -> Bound<'_, pyo3::types::PyType> {
         ErrorCode::Mcp => McpError::type_object(py),
         ErrorCode::Io => ZooIOError::type_object(py),
         ErrorCode::Internal => InternalError::type_object(py),
+        ErrorCode::ProviderFailed => ProviderError::type_object(py),
+        ErrorCode::AuthenticationFailed => AuthenticationError::type_object(py),
     }
 }
 

@@ -149,6 +149,10 @@ impl Agent {
                 let backend = mock.backend();
                 Self::on_backend(backend, config)
             }
+            Some(Provider::OpenAi(openai)) => {
+                let backend = crate::backend::remote::RemoteBackend::openai(openai, &config)?;
+                Self::on_backend(backend, config)
+            }
             None => Self::create_local(config),
         }
     }
@@ -225,6 +229,7 @@ impl Agent {
             cancel: cancel.clone(),
         };
         let job = ChatJob {
+            chat_id: self.shared.new_chat_id(),
             message: message.into(),
             options,
             cancel,
@@ -246,6 +251,30 @@ impl Agent {
                 status.state = AgentState::Cancelling;
             }
         }
+    }
+
+    /// The agent's id, unique in the process: the `agent_id` of its events.
+    pub fn id(&self) -> u64 {
+        self.shared.agent_id
+    }
+
+    /// Sends a message to the running chat from any thread: it joins the
+    /// conversation before the model's next reply, and the calls of the
+    /// current reply not yet started are skipped (the model is told why).
+    /// Without a running chat, it waits for the next one.
+    pub fn steer(&self, text: impl Into<String>) {
+        self.shared.queues.steer(text.into());
+    }
+
+    /// Queues a message that starts a new round when the running chat (or
+    /// the next) would otherwise end, within the same chat.
+    pub fn follow_up(&self, text: impl Into<String>) {
+        self.shared.queues.follow_up(text.into());
+    }
+
+    /// Drops every queued steering and follow-up message.
+    pub fn clear_queues(&self) {
+        self.shared.queues.clear();
     }
 
     /// Adds a tool (replacing one of the same name). Chats in progress see it

@@ -372,12 +372,19 @@ impl Backend for MockBackend {
                 break;
             }
             // Sleep in short slices so that cancellation is seen promptly.
-            let wake = Instant::now() + delay;
+            let mut wake = Instant::now() + delay;
+            if let Some(deadline) = request.deadline {
+                wake = wake.min(deadline);
+            }
             while Instant::now() < wake && !cancel.is_cancelled() {
                 std::thread::sleep((wake - Instant::now()).min(Duration::from_millis(2)));
             }
             if cancel.is_cancelled() {
                 finish = FinishReason::Cancelled;
+                break;
+            }
+            if request.deadline.is_some_and(|d| Instant::now() >= d) {
+                finish = FinishReason::Length;
                 break;
             }
             out.push_str(piece);

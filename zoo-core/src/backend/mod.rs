@@ -6,8 +6,9 @@
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod mock;
+pub mod remote;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
@@ -42,6 +43,9 @@ pub struct GenerateRequest<'a> {
     pub stop: &'a [String],
     /// KV-cache advice.
     pub cache_hint: CacheHint,
+    /// When the chat's time limit ends the reply, which then finishes as
+    /// `Length` with the text so far (`None`: no time limit).
+    pub deadline: Option<Instant>,
 }
 
 /// Why a reply ended.
@@ -49,7 +53,7 @@ pub struct GenerateRequest<'a> {
 pub enum FinishReason {
     /// End-of-generation token or stop string.
     Stop,
-    /// `max_tokens` or the context window was reached.
+    /// `max_tokens`, the context window or the request's deadline was reached.
     Length,
     /// The cancel token was set.
     Cancelled,

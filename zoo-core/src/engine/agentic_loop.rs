@@ -1,18 +1,24 @@
-//! The agentic loop: one chat turn, from the user's message to the final
-//! reply. Read top to bottom, it follows the seed TRD's state machine:
+//! The agentic loop: one chat, from the user's message to the final reply,
+//! through as many turns (model replies) as its tools need. Read top to
+//! bottom, `Turn::run` takes these steps:
 //!
-//! 1. **Format**: append the user message, prune old turns to fit the window.
-//! 2. **Infer**: stream one model reply (tool-call markup hidden from `on_token`).
-//! 3. **Parse**: find tool calls in the reply. No call: the reply is final.
-//! 4. **Validate** each call against its tool's schema.
-//! 5. **Execute** the valid ones, in order.
-//! 6. **Inject** results and errors as tool messages; errors say exactly what
+//! 1. **Format**: append the user message.
+//! 2. **Check limits** (`max_turns`, `max_total_tokens`, `max_duration_ms`)
+//!    and **take steering**: messages sent with `steer()` join the
+//!    conversation before the next reply. Old turns are pruned to fit.
+//! 3. **Infer**: stream one model reply (tool-call markup hidden from `on_token`).
+//! 4. **Parse**: find tool calls in the reply. No call: the reply is final,
+//!    unless a steering or follow-up message waits, which starts a new round.
+//! 5. **Validate** each call against its tool's schema.
+//! 6. **Execute** the valid ones, in order; a steering message skips the
+//!    calls not yet started.
+//! 7. **Inject** results and errors as tool messages; errors say exactly what
 //!    was wrong so the model can correct itself. Repeat from 2.
 //!
 //! The loop ends on a reply without calls (`stop`/`length`), after
-//! `max_tool_iterations` replies with calls (`tool_limit`), on cancellation
-//! (`cancelled`) or on a backend error (the turn is undone and the error
-//! returned; the agent stays usable).
+//! `max_tool_iterations` replies with calls (`tool_limit`), at a limit
+//! (`limit`), on cancellation (`cancelled`) or on a backend error (the chat
+//! is undone and the error returned; the agent stays usable).
 //!
 //! Whatever the moment of a cancel, the turn either completes or is undone,
 //! so the history always takes the next user message: a cancel before the
@@ -28,6 +34,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::history::History;
+use super::limits::{LimitHit, Limits};
+use super::steering::{MessageQueues, QueueMode};
 use super::stream_filter::StreamFilter;
 use super::tool_runner::{ToolRun, ToolRunner};
 use crate::backend::{
@@ -36,8 +44,8 @@ use crate::backend::{
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
 use crate::error::{Error, ErrorCode, Result};
-use crate::event::AgentEvent;
-use crate::message::{Message, ToolCall};
+use crate::event::{AgentEvent, EventKind};
+use crate::message::{Message, Role, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
 use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
 use crate::tools::registry::ToolRegistry;
@@ -59,6 +67,12 @@ pub struct TurnSettings {
     pub max_tokens: Option<u32>,
     /// Stop strings.
     pub stop: Vec<String>,
+    /// The chat's budget.
+    pub limits: Limits,
+    /// How many steering messages join before a reply.
+    pub steering_mode: QueueMode,
+    /// How many follow-up messages start a round.
+    pub follow_up_mode: QueueMode,
 }
 
 /// What the caller sends: the message and this turn's ephemeral context.
@@ -70,13 +84,20 @@ pub struct TurnInput {
     pub rag_context: Option<String>,
 }
 
-/// The turn's callbacks, run on the inference thread.
+/// The chat's callbacks, run on the inference thread, and the identity
+/// its events carry.
 #[derive(Default)]
 pub struct Callbacks<'a> {
     /// Receives reply text as it is generated.
     pub on_token: Option<&'a mut (dyn FnMut(&str) + Send)>,
     /// Receives progress events.
     pub on_event: Option<&'a mut (dyn FnMut(&AgentEvent) + Send)>,
+    /// The agent's id, stamped on every event.
+    pub agent_id: u64,
+    /// The chat's id, stamped on every event.
+    pub chat_id: u64,
+    /// The next event's `seq`.
+    pub next_seq: u64,
 }
 
 impl Callbacks<'_> {
@@ -86,10 +107,19 @@ impl Callbacks<'_> {
         }
     }
 
-    fn event(&mut self, event: AgentEvent) {
-        if let Some(f) = self.on_event.as_mut() {
-            f(&event);
-        }
+    /// Reports an event, numbered in the chat's stream.
+    pub fn event(&mut self, kind: EventKind) {
+        let Some(f) = self.on_event.as_mut() else {
+            return;
+        };
+        let event = AgentEvent {
+            agent_id: self.agent_id,
+            chat_id: self.chat_id,
+            seq: self.next_seq,
+            kind,
+        };
+        self.next_seq += 1;
+        f(&event);
     }
 }
 
@@ -103,9 +133,10 @@ pub(crate) fn run_turn(
     history: &mut History,
     tools: &ToolRegistry,
     runner: &mut ToolRunner,
+    queues: &MessageQueues,
     settings: &TurnSettings,
     input: TurnInput,
-    callbacks: Callbacks<'_>,
+    callbacks: &mut Callbacks<'_>,
     cancel: &CancelToken,
 ) -> Result<Response> {
     let before = history.clone();
@@ -114,9 +145,13 @@ pub(crate) fn run_turn(
         history,
         tools,
         runner,
+        queues,
         settings,
         callbacks,
         cancel,
+        taken: (Vec::new(), Vec::new()),
+        injected: None,
+        turn_start: 0,
         replied: false,
         started: Instant::now(),
         first_token: None,
@@ -133,8 +168,11 @@ pub(crate) fn run_turn(
         // Cancelled before the model said anything: as if never sent.
         Ok(response) => response.stop_reason == StopReason::Cancelled && !turn.replied,
     };
+    let (steering, follow_ups) = std::mem::take(&mut turn.taken);
     if undo {
         *history = before;
+        // Messages the undone chat took wait for the next one.
+        queues.give_back(steering, follow_ups);
     }
     result
 }
@@ -145,9 +183,18 @@ struct Turn<'a, 'cb> {
     history: &'a mut History,
     tools: &'a ToolRegistry,
     runner: &'a mut ToolRunner,
+    queues: &'a MessageQueues,
     settings: &'a TurnSettings,
-    callbacks: Callbacks<'cb>,
+    callbacks: &'a mut Callbacks<'cb>,
     cancel: &'a CancelToken,
+    /// Steering and follow-up messages this chat took from the queues,
+    /// given back if the chat is undone.
+    taken: (Vec<String>, Vec<String>),
+    /// The steering or follow-up messages of a user message injected for
+    /// the next reply and not answered yet.
+    injected: Option<(Vec<String>, Vec<String>)>,
+    /// Where the chat's messages begin in the history.
+    turn_start: usize,
     /// Whether an assistant message of this turn is in the history.
     replied: bool,
     started: Instant,
@@ -162,25 +209,26 @@ struct Turn<'a, 'cb> {
 
 impl Turn<'_, '_> {
     fn run(&mut self, input: TurnInput) -> Result<Response> {
-        // 1. Format: the user message joins the history; its index marks the
-        //    current turn, which pruning never touches.
-        let turn_start = self.add_user_message(input.message)?;
+        // 1. Format: the user message joins the history; `turn_start` marks
+        //    the chat's first message, which pruning never touches.
+        self.turn_start = self.add_user_message(input.message)?;
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
+        let mut text = String::new();
         loop {
+            // 2. Check limits, take steering, fit the window.
             if self.cancel.is_cancelled() {
                 return self.cancelled(String::new());
             }
-            self.metrics.iterations += 1;
-            self.callbacks.event(AgentEvent::IterationStarted {
-                iteration: self.metrics.iterations,
-            });
+            if let Some(hit) = self.limit_reached() {
+                return Ok(self.end_at_limit(hit, text));
+            }
+            self.take_steering()?;
             let definitions = self.visible_tools(&tool_choice)?;
-            self.fit_context(&definitions, turn_start)?;
+            self.fit_context(&definitions)?;
 
-            // 2. Infer.
-            let generation =
-                self.infer(&definitions, &tool_choice, turn_start, &input.rag_context)?;
+            // 3. Infer.
+            let generation = self.infer(&definitions, &tool_choice, &input.rag_context)?;
             match generation.finish {
                 FinishReason::Cancelled => {
                     return self.cut_short(unfinished_prose(&definitions, &generation.text))
@@ -188,17 +236,25 @@ impl Turn<'_, '_> {
                 FinishReason::Length => {
                     let text = unfinished_prose(&definitions, &generation.text);
                     self.commit_reply(Message::assistant(text.clone()))?;
-                    return Ok(self.finish(text, StopReason::Length));
+                    return Ok(match self.limit_reached() {
+                        Some(hit) => self.end_at_limit(hit, text),
+                        None => self.finish(text, StopReason::Length),
+                    });
                 }
                 FinishReason::Stop => {}
             }
 
-            // 3. Parse. No call: the reply is final.
+            // 4. Parse. No call: the reply is final, unless a message waits.
             let native = self.backend.take_tool_calls();
             let parsed = parse_reply(&definitions, &generation.text, native);
             if !parsed.has_calls() && parsed.failures.is_empty() {
                 self.commit_reply(Message::assistant(parsed.content.clone()))?;
-                return Ok(self.finish(parsed.content, StopReason::Stop));
+                if !self.start_next_round()? {
+                    return Ok(self.finish(parsed.content, StopReason::Stop));
+                }
+                (tool_choice, tool_rounds) = (self.settings.tool_choice.clone(), 0);
+                text = parsed.content;
+                continue;
             }
             let (calls, content) = self.commit_calls(&parsed)?;
             if tool_rounds == self.settings.max_tool_iterations {
@@ -207,22 +263,113 @@ impl Turn<'_, '_> {
             }
             tool_rounds += 1;
 
-            // 4–6. Validate, execute, inject; then unreadable calls.
+            // 5–7. Validate, execute, inject; then unreadable calls.
             let batch = self.run_calls(&calls, &parsed)?;
-            if batch == BatchOutcome::Cancelled {
-                return self.cancelled(content);
-            }
             // A forced choice holds until a call succeeds; after that the
             // model must be free to answer. Past the retry limit, tools are
             // withdrawn so the model answers with what it has.
             match batch {
+                BatchOutcome::Cancelled => return self.cancelled(content),
+                BatchOutcome::Limit(hit) => return Ok(self.end_at_limit(hit, content)),
                 BatchOutcome::Exhausted => tool_choice = ToolChoice::None,
                 BatchOutcome::Succeeded if tool_choice != ToolChoice::None => {
                     tool_choice = ToolChoice::Auto
                 }
                 _ => {}
             }
+            text = content;
         }
+    }
+
+    /// The first limit of the chat it has reached, if any.
+    fn limit_reached(&self) -> Option<LimitHit> {
+        self.settings.limits.reached(
+            self.metrics.iterations,
+            u64::from(self.usage.total_tokens),
+            self.started,
+        )
+    }
+
+    /// Ends the chat at a limit. Every call is answered by then; a message
+    /// injected for a reply that will not come goes back to its queue.
+    fn end_at_limit(&mut self, hit: LimitHit, text: String) -> Response {
+        self.withdraw_injected();
+        self.callbacks.event(EventKind::LimitReached {
+            limit: hit.name().to_string(),
+            value: hit.value(),
+        });
+        self.finish(text, StopReason::Limit)
+    }
+
+    /// Steering messages join the conversation before the next reply. One
+    /// waits while the history ends with a user message (the chat's own,
+    /// not yet answered): two user messages never follow each other.
+    fn take_steering(&mut self) -> Result<()> {
+        if self.history.last_role() == Some(Role::User) {
+            return Ok(());
+        }
+        let messages = self.queues.take_steering(self.settings.steering_mode);
+        if messages.is_empty() {
+            return Ok(());
+        }
+        for message in &messages {
+            self.callbacks.event(EventKind::SteeringReceived {
+                message: message.clone(),
+            });
+        }
+        self.inject_queued(messages, Vec::new())
+    }
+
+    /// After a final reply: whether a waiting message starts another round
+    /// of the chat. A steering message joins at the top of the loop; a
+    /// follow-up joins here. Past a limit, messages wait for the next chat.
+    fn start_next_round(&mut self) -> Result<bool> {
+        if self.limit_reached().is_some() {
+            return Ok(false);
+        }
+        if self.queues.has_steering() {
+            return Ok(true);
+        }
+        let messages = self.queues.take_follow_ups(self.settings.follow_up_mode);
+        if messages.is_empty() {
+            return Ok(false);
+        }
+        for message in &messages {
+            self.callbacks.event(EventKind::FollowUpStarted {
+                message: message.clone(),
+            });
+        }
+        self.inject_queued(Vec::new(), messages)?;
+        Ok(true)
+    }
+
+    /// Adds queued messages as one user message, remembered until the
+    /// model answers it.
+    fn inject_queued(&mut self, steering: Vec<String>, follow_ups: Vec<String>) -> Result<()> {
+        let text = steering
+            .iter()
+            .chain(&follow_ups)
+            .cloned()
+            .collect::<Vec<_>>();
+        self.add_user_message(text.join("\n\n"))?;
+        self.taken.0.extend(steering.iter().cloned());
+        self.taken.1.extend(follow_ups.iter().cloned());
+        self.injected = Some((steering, follow_ups));
+        Ok(())
+    }
+
+    /// Takes back an injected message the model never answered (the chat
+    /// was stopped or reached a limit first), so that the history does not
+    /// end with it and the next chat gets it again.
+    fn withdraw_injected(&mut self) {
+        let Some((steering, follow_ups)) = self.injected.take() else {
+            return;
+        };
+        self.history.truncate(self.history.len() - 1);
+        let untake = |taken: &mut Vec<String>, n: usize| taken.truncate(taken.len() - n);
+        untake(&mut self.taken.0, steering.len());
+        untake(&mut self.taken.1, follow_ups.len());
+        self.queues.give_back(steering, follow_ups);
     }
 
     /// Appends the user's message; returns its index, where the turn starts.
@@ -259,14 +406,15 @@ impl Turn<'_, '_> {
     }
 
     /// Runs a reply's calls in order, then reports its unreadable ones. A
-    /// stop answers the call it cut short and every call not yet started.
+    /// stop answers the call it cut short and every call not yet started;
+    /// so do a steering message and the time limit, for the calls not yet
+    /// started.
     fn run_calls(&mut self, calls: &[ToolCall], parsed: &ParsedReply) -> Result<BatchOutcome> {
-        const STOPPED: &str = "the chat was stopped before it ran";
         let mut outcome = BatchOutcome::Failed;
         for (index, (call, parsed_call)) in calls.iter().zip(&parsed.calls).enumerate() {
-            if self.cancel.is_cancelled() {
-                self.refuse_calls(&calls[index..], STOPPED)?;
-                return Ok(BatchOutcome::Cancelled);
+            if let Some((why, end)) = self.interruption() {
+                self.refuse_calls(&calls[index..], &why)?;
+                return Ok(end);
             }
             match self.execute(call, parsed_call)? {
                 CallOutcome::Succeeded if outcome == BatchOutcome::Failed => {
@@ -288,6 +436,23 @@ impl Turn<'_, '_> {
         Ok(outcome)
     }
 
+    /// What keeps the next call of a reply from starting: a stop, the time
+    /// limit or a steering message, with the reason the model reads.
+    fn interruption(&self) -> Option<(String, BatchOutcome)> {
+        if self.cancel.is_cancelled() {
+            return Some((STOPPED.into(), BatchOutcome::Cancelled));
+        }
+        if let Some(hit) = self.settings.limits.time_up(self.started) {
+            let why = format!("the chat reached its `{}` limit", hit.name());
+            return Some((why, BatchOutcome::Limit(hit)));
+        }
+        if self.queues.has_steering() {
+            let why = "the user sent a new message before it ran".to_string();
+            return Some((why, BatchOutcome::Steered));
+        }
+        None
+    }
+
     /// A reply cut short by a cancel: its text is kept when there is any.
     fn cut_short(&mut self, text: String) -> Result<Response> {
         if !text.is_empty() && self.cancel.abort_reason().is_none() {
@@ -296,8 +461,9 @@ impl Turn<'_, '_> {
         self.cancelled(text)
     }
 
-    /// Ends the turn on a cancel: `cancelled`, or the abort's error.
+    /// Ends the chat on a cancel: `cancelled`, or the abort's error.
     fn cancelled(&mut self, text: String) -> Result<Response> {
+        self.withdraw_injected();
         match self.cancel.abort_reason() {
             Some(reason) => Err(Error::Cancelled(reason)),
             None => Ok(self.finish(text, StopReason::Cancelled)),
@@ -319,7 +485,7 @@ impl Turn<'_, '_> {
 
     /// Prunes the oldest turns until the prompt, the tool descriptions and
     /// room for the reply fit the context window.
-    fn fit_context(&mut self, tools: &[ToolDefinition], turn_start: usize) -> Result<()> {
+    fn fit_context(&mut self, tools: &[ToolDefinition]) -> Result<()> {
         let context = self.backend.context_size();
         let tool_tokens = if tools.is_empty() {
             0
@@ -329,11 +495,14 @@ impl Turn<'_, '_> {
         };
         let reply = reply_reserve(self.settings.max_tokens, context);
         let budget = context.saturating_sub(reply.saturating_add(tool_tokens));
-        let pruned = self.history.prune_to_fit(budget, turn_start);
+        let before = self.history.len();
+        let pruned = self.history.prune_to_fit(budget, self.turn_start);
         if !pruned.is_empty() {
+            // The chat's messages moved up by what was removed before them.
+            self.turn_start -= before - self.history.len();
             tracing::debug!(count = pruned.len(), "pruned history to fit the context");
             self.callbacks
-                .event(AgentEvent::HistoryPruned { messages: pruned });
+                .event(EventKind::HistoryCompacted { removed: pruned });
         }
         if self.history.total_tokens() > budget {
             return Err(Error::ContextOverflow(format!(
@@ -346,18 +515,40 @@ impl Turn<'_, '_> {
         Ok(())
     }
 
-    /// Generates one reply, streaming its prose to `on_token`.
+    /// Generates one reply (a turn of the chat), streaming its prose to
+    /// `on_token`, between `turn_started` and `turn_finished`.
     fn infer(
         &mut self,
         tools: &[ToolDefinition],
         tool_choice: &ToolChoice,
-        turn_start: usize,
+        rag_context: &Option<String>,
+    ) -> Result<Generation> {
+        self.metrics.iterations += 1;
+        let turn = self.metrics.iterations;
+        self.callbacks.event(EventKind::TurnStarted { turn });
+        let generation = self.generate(tools, tool_choice, rag_context);
+        let usage = generation.as_ref().map_or(Usage::default(), |g| Usage {
+            prompt_tokens: g.prompt_tokens,
+            cached_tokens: g.cached_tokens,
+            completion_tokens: g.completion_tokens,
+            total_tokens: g.prompt_tokens + g.completion_tokens,
+        });
+        self.callbacks
+            .event(EventKind::TurnFinished { turn, usage });
+        generation
+    }
+
+    /// The backend's reply to the conversation as it stands.
+    fn generate(
+        &mut self,
+        tools: &[ToolDefinition],
+        tool_choice: &ToolChoice,
         rag_context: &Option<String>,
     ) -> Result<Generation> {
         let mut messages = self.history.messages();
         if let Some(context) = rag_context {
             // Ephemeral: shown in this request, never stored in the history.
-            let index = messages.len() - (self.history.len() - turn_start);
+            let index = messages.len() - (self.history.len() - self.turn_start);
             let question = &messages[index].content;
             messages[index].content = format!("Context:\n{context}\n\n{question}");
         }
@@ -365,11 +556,12 @@ impl Turn<'_, '_> {
             messages: &messages,
             tools,
             tool_choice,
-            max_tokens: self.settings.max_tokens,
+            max_tokens: self.reply_limit(),
             stop: &self.settings.stop,
             cache_hint: CacheHint {
                 stable_prefix: self.history.stable_prefix(),
             },
+            deadline: self.settings.limits.deadline(self.started),
         };
         let trigger = if tools.is_empty() {
             ""
@@ -405,9 +597,22 @@ impl Turn<'_, '_> {
         Ok(generation)
     }
 
+    /// The reply's token limit: `max_tokens`, or less when the chat's token
+    /// budget leaves less.
+    fn reply_limit(&self) -> Option<u32> {
+        let budget = self
+            .settings
+            .limits
+            .tokens_left(u64::from(self.usage.total_tokens));
+        match (self.settings.max_tokens, budget) {
+            (Some(max), Some(left)) => Some(max.min(left)),
+            (max, left) => max.or(left),
+        }
+    }
+
     /// Validates and runs one call, then injects its result or error.
     fn execute(&mut self, call: &ToolCall, parsed: &ParsedCall) -> Result<CallOutcome> {
-        self.callbacks.event(AgentEvent::ToolCallStarted {
+        self.callbacks.event(EventKind::ToolCallStarted {
             id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -478,7 +683,7 @@ impl Turn<'_, '_> {
             error: error.clone(),
             duration_ms,
         });
-        self.callbacks.event(AgentEvent::ToolCallFinished {
+        self.callbacks.event(EventKind::ToolCallFinished {
             id: call.id.clone(),
             name: call.name.clone(),
             result,
@@ -529,7 +734,7 @@ impl Turn<'_, '_> {
             message,
             attempt,
         };
-        self.callbacks.event(AgentEvent::ToolError(record.clone()));
+        self.callbacks.event(EventKind::ToolError(record.clone()));
         self.errors.push(record);
     }
 
@@ -583,6 +788,7 @@ impl Turn<'_, '_> {
     fn commit_reply(&mut self, message: Message) -> Result<()> {
         self.inject(message)?;
         self.replied = true;
+        self.injected = None;
         Ok(())
     }
 
@@ -621,6 +827,9 @@ enum CallOutcome {
     Abandoned,
 }
 
+/// What the model reads for a call a stop kept from running.
+const STOPPED: &str = "the chat was stopped before it ran";
+
 /// How a reply's calls went, taken together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BatchOutcome {
@@ -632,6 +841,10 @@ enum BatchOutcome {
     Exhausted,
     /// A stop ended the batch; every call is answered.
     Cancelled,
+    /// A limit ended the batch; every call is answered.
+    Limit(LimitHit),
+    /// A steering message skipped the calls not yet started.
+    Steered,
 }
 
 /// What a reply cut off by a cancel or the token limit keeps: its prose,

@@ -172,6 +172,11 @@ impl History {
             .collect()
     }
 
+    /// The role of the last message after the system prompt.
+    pub fn last_role(&self) -> Option<Role> {
+        self.entries.last().map(|e| e.message.role)
+    }
+
     /// Messages after the system prompt.
     pub fn len(&self) -> usize {
         self.entries.len()

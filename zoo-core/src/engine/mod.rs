@@ -4,9 +4,11 @@
 pub mod agentic_loop;
 pub(crate) mod completion;
 pub mod history;
+pub mod limits;
 pub mod options;
 pub mod queue;
 pub mod state;
+pub mod steering;
 pub(crate) mod stream_filter;
 pub(crate) mod tool_runner;
 pub(crate) mod worker;

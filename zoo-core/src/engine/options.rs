@@ -30,6 +30,12 @@ pub struct ChatOptions {
     pub max_tokens: Option<u32>,
     /// A token of the caller's to cancel this chat with.
     pub cancel: Option<CancelToken>,
+    /// Overrides the agent's `max_turns` for this chat (0 keeps the agent's).
+    pub max_turns: Option<u32>,
+    /// Overrides the agent's `max_total_tokens` for this chat (0 keeps the agent's).
+    pub max_total_tokens: Option<u64>,
+    /// Overrides the agent's `max_duration_ms` for this chat (0 keeps the agent's).
+    pub max_duration_ms: Option<u64>,
 }
 
 impl std::fmt::Debug for ChatOptions {
@@ -38,6 +44,9 @@ impl std::fmt::Debug for ChatOptions {
             .field("rag_context", &self.rag_context)
             .field("tool_choice", &self.tool_choice)
             .field("max_tokens", &self.max_tokens)
+            .field("max_turns", &self.max_turns)
+            .field("max_total_tokens", &self.max_total_tokens)
+            .field("max_duration_ms", &self.max_duration_ms)
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +92,24 @@ impl ChatOptions {
     /// Overrides the reply token limit.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Overrides the limit on model replies (0 keeps the agent's).
+    pub fn max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = Some(max_turns);
+        self
+    }
+
+    /// Overrides the limit on tokens over the chat (0 keeps the agent's).
+    pub fn max_total_tokens(mut self, max_total_tokens: u64) -> Self {
+        self.max_total_tokens = Some(max_total_tokens);
+        self
+    }
+
+    /// Overrides the chat's time limit in milliseconds (0 keeps the agent's).
+    pub fn max_duration_ms(mut self, max_duration_ms: u64) -> Self {
+        self.max_duration_ms = Some(max_duration_ms);
         self
     }
 

@@ -3,6 +3,7 @@
 //! thread; callers read the copy published after every change.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
@@ -11,20 +12,25 @@ use parking_lot::Mutex;
 use super::agentic_loop::{run_turn, Callbacks, TurnInput, TurnSettings};
 use super::completion::Completion;
 use super::history::History;
+use super::limits::Limits;
 use super::options::ChatOptions;
 use super::queue::RequestQueue;
 use super::state::AgentState;
+use super::steering::MessageQueues;
 use super::tool_runner::ToolRunner;
 use crate::backend::Backend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::event::EventKind;
 use crate::message::Message;
 use crate::response::{Metrics, Response, StopReason, Usage};
 use crate::tools::registry::ToolRegistry;
 
 /// A chat waiting for the inference thread.
 pub(crate) struct ChatJob {
+    /// The chat's id in its agent, stamped on its events.
+    pub chat_id: u64,
     pub message: String,
     pub options: ChatOptions,
     pub cancel: CancelToken,
@@ -53,6 +59,12 @@ impl Job {
 
 /// State shared by the agent's handles and its inference thread.
 pub(crate) struct Shared {
+    /// The agent's id in the process, stamped on its events.
+    pub agent_id: u64,
+    /// The id the next chat gets.
+    pub next_chat_id: AtomicU64,
+    /// Messages sent with `steer()` and `follow_up()`.
+    pub queues: MessageQueues,
     pub config: Config,
     pub queue: RequestQueue<Job>,
     /// Shared with MCP federation, which registers and withdraws tools.
@@ -73,7 +85,12 @@ pub(crate) struct Status {
 
 impl Shared {
     pub(crate) fn new(config: Config) -> Self {
+        /// The id the next agent of the process gets.
+        static NEXT_AGENT_ID: AtomicU64 = AtomicU64::new(1);
         Shared {
+            agent_id: NEXT_AGENT_ID.fetch_add(1, Ordering::Relaxed),
+            next_chat_id: AtomicU64::new(1),
+            queues: MessageQueues::default(),
             config,
             queue: RequestQueue::new(),
             tools: Arc::new(ToolRegistry::new()),
@@ -84,6 +101,11 @@ impl Shared {
             history: Mutex::new(Vec::new()),
             agent_threads: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A fresh chat id.
+    pub(crate) fn new_chat_id(&self) -> u64 {
+        self.next_chat_id.fetch_add(1, Ordering::Relaxed)
     }
 
     pub(crate) fn set_state(&self, state: AgentState) {
@@ -155,12 +177,14 @@ fn run_chat(
     job: ChatJob,
 ) {
     let ChatJob {
+        chat_id,
         message,
         mut options,
         cancel,
         completion,
     } = job;
     let job_completion = ChatJob {
+        chat_id,
         message: String::new(),
         options: ChatOptions {
             on_complete: options.on_complete.take(),
@@ -169,22 +193,67 @@ fn run_chat(
         cancel: cancel.clone(),
         completion,
     };
-    if cancel.is_cancelled() {
-        let result = match cancel.abort_reason() {
+    let settings = turn_settings(&shared.config, &mut options);
+    let rag_context = options.rag_context.take();
+    let mut callbacks = Callbacks {
+        on_token: options.on_token.as_deref_mut().map(|f| f as _),
+        on_event: options.on_event.as_deref_mut().map(|f| f as _),
+        agent_id: shared.agent_id,
+        chat_id,
+        next_seq: 0,
+    };
+    callbacks.event(EventKind::ChatStarted {
+        message: message.clone(),
+    });
+    let result = if cancel.is_cancelled() {
+        match cancel.abort_reason() {
             Some(reason) => Err(Error::Cancelled(reason)),
             None => Ok(cancelled_before_start()),
+        }
+    } else {
+        {
+            let mut status = shared.status.lock();
+            status.state = AgentState::Processing;
+            status.current = Some(cancel.clone());
+        }
+        let input = TurnInput {
+            message,
+            rag_context,
         };
-        finish_chat(job_completion, result);
-        return;
-    }
-    {
+        let result = run_turn(
+            backend,
+            history,
+            &shared.tools,
+            runner,
+            &shared.queues,
+            &settings,
+            input,
+            &mut callbacks,
+            &cancel,
+        );
+        publish(shared, history);
         let mut status = shared.status.lock();
-        status.state = AgentState::Processing;
-        status.current = Some(cancel.clone());
-    }
+        status.current = None;
+        if status.state != AgentState::Terminated {
+            status.state = AgentState::Idle;
+        }
+        result
+    };
+    let (stop_reason, usage) = match &result {
+        Ok(response) => (response.stop_reason, response.usage),
+        Err(e) if e.code() == ErrorCode::Cancelled => (StopReason::Cancelled, Usage::default()),
+        Err(_) => (StopReason::Error, Usage::default()),
+    };
+    callbacks.event(EventKind::ChatFinished { stop_reason, usage });
+    // The token and event callbacks (and whatever they own) go before the
+    // handle resolves, so a caller woken by the result sees them released.
+    drop(options);
+    finish_chat(job_completion, result);
+}
 
-    let config = &shared.config;
-    let settings = TurnSettings {
+/// A chat's settings: the agent's config with the chat's overrides.
+fn turn_settings(config: &Config, options: &mut ChatOptions) -> TurnSettings {
+    TurnSettings {
         max_tool_iterations: config.max_tool_iterations,
         max_tool_retries: config.max_tool_retries,
         tool_choice: options
@@ -194,38 +263,24 @@ fn run_chat(
         // 0 is "the agent's limit" in every front door (C's zeroed options).
         max_tokens: options.max_tokens.filter(|&n| n > 0).or(config.max_tokens),
         stop: config.stop.clone(),
-    };
-    let input = TurnInput {
-        message,
-        rag_context: options.rag_context.take(),
-    };
-    let callbacks = Callbacks {
-        on_token: options.on_token.as_deref_mut().map(|f| f as _),
-        on_event: options.on_event.as_deref_mut().map(|f| f as _),
-    };
-    let result = run_turn(
-        backend,
-        history,
-        &shared.tools,
-        runner,
-        &settings,
-        input,
-        callbacks,
-        &cancel,
-    );
-    // The token and event callbacks (and whatever they own) go before the
-    // handle resolves, so a caller woken by the result sees them released.
-    drop(options);
-
-    publish(shared, history);
-    {
-        let mut status = shared.status.lock();
-        status.current = None;
-        if status.state != AgentState::Terminated {
-            status.state = AgentState::Idle;
-        }
+        // As with `max_tokens`, a chat's 0 keeps the agent's limit.
+        limits: Limits::new(
+            options
+                .max_turns
+                .filter(|&n| n > 0)
+                .unwrap_or(config.max_turns),
+            options
+                .max_total_tokens
+                .filter(|&n| n > 0)
+                .unwrap_or(config.max_total_tokens),
+            options
+                .max_duration_ms
+                .filter(|&n| n > 0)
+                .unwrap_or(config.max_duration_ms),
+        ),
+        steering_mode: config.steering_mode,
+        follow_up_mode: config.follow_up_mode,
     }
-    finish_chat(job_completion, result);
 }
 
 /// Resolves the handle, then runs `on_complete`: waiters get their result

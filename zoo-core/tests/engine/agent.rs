@@ -8,7 +8,7 @@ use serde_json::json;
 use zoo_core::backend::{GenerateRequest, Generation};
 use zoo_core::tools::ToolCallFormat;
 use zoo_core::{
-    Agent, AgentEvent, AgentState, Backend, CancelToken, ChatOptions, Config, ErrorCode, Message,
+    Agent, AgentState, Backend, CancelToken, ChatOptions, Config, ErrorCode, EventKind, Message,
     MockBackend, MockReply, StopReason, Tool,
 };
 
@@ -138,7 +138,7 @@ fn ag_001_engine_overhead_under_10ms_p99() {
         let (start, samples) = (started.clone(), inference_waits.clone());
         let options = ChatOptions::new()
             .on_event(move |event| {
-                if matches!(event, AgentEvent::IterationStarted { iteration: 1 }) {
+                if matches!(event.kind, EventKind::TurnStarted { turn: 1 }) {
                     *start.lock().unwrap() = Some(at_start());
                 }
             })

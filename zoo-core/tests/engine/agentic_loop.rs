@@ -4,7 +4,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use zoo_core::{AgentEvent, ChatOptions, MockBackend, MockReply, Role, StopReason, Tool};
+use zoo_core::{ChatOptions, EventKind, MockBackend, MockReply, Role, StopReason, Tool};
 
 use super::{agent_on, weather_tool};
 
@@ -305,10 +305,14 @@ fn ta_010_streaming_callback_invoked_for_each_token() {
     let pieces = pieces.lock().unwrap();
     assert_eq!(*pieces, ["one", " two", " three", " four"]);
     assert_eq!(pieces.concat(), response.text);
+    let events = events.lock().unwrap();
     assert_eq!(
-        events.lock().unwrap()[0],
-        AgentEvent::IterationStarted { iteration: 1 }
+        events[0].kind,
+        EventKind::ChatStarted {
+            message: "count".into()
+        }
     );
+    assert_eq!(events[1].kind, EventKind::TurnStarted { turn: 1 });
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use zoo_core::engine::history::History;
 use zoo_core::{
-    AgentEvent, ChatOptions, Config, ErrorCode, Message, MockBackend, MockReply, Role, ToolCall,
+    ChatOptions, Config, ErrorCode, EventKind, Message, MockBackend, MockReply, Role, ToolCall,
 };
 
 fn call(id: &str) -> ToolCall {
@@ -162,7 +162,7 @@ fn th_009_prune_callback_receives_the_pruned_messages() {
         let sink = pruned.clone();
         let question = format!("question number {i} with a few more words to fill the window");
         let options = ChatOptions::new().on_event(move |e| {
-            if let AgentEvent::HistoryPruned { messages } = e {
+            if let EventKind::HistoryCompacted { removed: messages } = &e.kind {
                 sink.lock()
                     .unwrap()
                     .extend(messages.iter().map(|m| m.content.clone()));

@@ -14,7 +14,7 @@ use serde_json::json;
 use zoo_core::backend::{GenerateRequest, Generation};
 use zoo_core::tools::ToolCallFormat;
 use zoo_core::{
-    Agent, AgentEvent, Backend, CancelToken, ChatOptions, Config, ErrorCode, Message, MockBackend,
+    Agent, Backend, CancelToken, ChatOptions, Config, ErrorCode, EventKind, Message, MockBackend,
     MockReply, Result, Role, StopReason, Tool, ToolCall,
 };
 
@@ -433,7 +433,7 @@ fn a_stop_while_a_call_queues_behind_an_abandoned_handler_is_prompt() {
     let second = agent.chat(
         "two",
         ChatOptions::new().on_event(move |e| {
-            if matches!(e, AgentEvent::ToolCallStarted { .. }) {
+            if matches!(e.kind, EventKind::ToolCallStarted { .. }) {
                 let _ = event_tx.lock().unwrap().send(());
             }
         }),

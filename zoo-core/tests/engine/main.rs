@@ -9,6 +9,7 @@ mod error_recovery;
 mod history;
 mod hostile;
 mod request_queue;
+mod runtime;
 mod tool_registry;
 
 use serde_json::json;

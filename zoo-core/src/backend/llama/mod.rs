@@ -510,7 +510,9 @@ impl LlamaBackend<'_> {
             if cancel.is_cancelled() {
                 break FinishReason::Cancelled;
             }
-            if generation.completion_tokens >= limit || self.cached.len() >= n_ctx {
+            let past_deadline = request.deadline.is_some_and(|d| Instant::now() >= d);
+            if generation.completion_tokens >= limit || self.cached.len() >= n_ctx || past_deadline
+            {
                 break FinishReason::Length;
             }
             let token = sampler.sample(&self.ctx, -1);

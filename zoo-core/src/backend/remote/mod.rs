@@ -1,0 +1,715 @@
+//! `RemoteBackend`: a model behind an HTTP API instead of a local GGUF, so
+//! that the same agent (tools, hooks, sessions) runs on a GPU box, a vLLM
+//! or llama.cpp server cluster, or a hosted API. Chosen by the `provider`
+//! config key; today it speaks OpenAI-compatible Chat Completions
+//! (`{"type": "openai"}`), which llama.cpp's server, vLLM, Ollama, LM
+//! Studio, TGI, LiteLLM and OpenAI itself all serve.
+//!
+//! - Replies stream over server-sent events; text goes to `on_piece` as it
+//!   arrives. Tools go to the server as data (no grammar): its tool calls
+//!   come back as data, are put together from their deltas, and reach the
+//!   agentic loop through [`Backend::take_tool_calls`], where validation
+//!   and self-correction treat them like parsed ones. A server that does
+//!   not parse calls and returns them as text still works: the loop parses
+//!   the text as it does for local models.
+//! - Reasoning (`reasoning_content`) is never part of the text; it is kept
+//!   until the next reply ([`RemoteBackend::last_reasoning`]) and logged
+//!   at debug level (the history has no thinking field yet).
+//! - Failures are retried or reported as described in `retry`; a cancel
+//!   stops a stream or a backoff within milliseconds.
+//! - Token counts are estimates (see [`RemoteBackend::estimate_tokens`]):
+//!   the server's tokenizer is not here. History pruning therefore works
+//!   from estimates, and `context_size` should be set a little below the
+//!   server's real window.
+
+mod http;
+mod openai;
+mod retry;
+mod settings;
+mod sse;
+
+pub(crate) use settings::OPENAI_KEYS;
+pub use settings::{MaxTokensField, OpenAiProvider, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS};
+
+use std::io::{BufReader, Read};
+use std::time::{Duration, Instant};
+
+use self::http::Client;
+use self::openai::{ChunkError, Reply, Sampling};
+use self::retry::Failure;
+use self::sse::{EventReader, SseError};
+use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall};
+use crate::cancel::CancelToken;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::tools::ToolCallFormat;
+
+/// The window assumed when `context_size` is 0: what most served models
+/// of today offer at least.
+pub const DEFAULT_CONTEXT_SIZE: u32 = 32_768;
+/// The largest stream event (one chunk) taken.
+const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+/// The largest reply (text, reasoning and call arguments together) or
+/// non-streamed answer taken; a server that sends more is failing.
+const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+/// How much of an error answer is read for its message.
+const MAX_ERROR_BYTES: u64 = 64 * 1024;
+
+/// A model served over an OpenAI-compatible HTTP API.
+pub struct RemoteBackend {
+    /// `openai (http://host:port/v1)`, as errors name the provider.
+    label: String,
+    url: String,
+    model: Option<String>,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+    max_retries: u32,
+    max_tokens_field: MaxTokensField,
+    sampling: Sampling,
+    context_size: u32,
+    client: Client,
+    /// The tool calls of the last reply, until the loop takes them.
+    calls: Vec<NativeToolCall>,
+    reasoning: String,
+}
+
+impl std::fmt::Debug for RemoteBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("RemoteBackend")
+            .field("provider", &self.label)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("headers", &headers)
+            .field("max_retries", &self.max_retries)
+            .field("context_size", &self.context_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteBackend {
+    /// A backend on an OpenAI-compatible server, with the sampling
+    /// settings (`temperature`, `top_p`, `seed`) and `context_size` of
+    /// `config`. The API key is read here (from `api_key_env` if so set).
+    pub fn openai(provider: &OpenAiProvider, config: &Config) -> Result<Self> {
+        let api_key = provider.resolve_api_key()?;
+        let base = provider.base_url.trim_end_matches('/');
+        if base.is_empty() {
+            return Err(Error::config(
+                "provider.base_url",
+                "is required: the address of the server's API, such as http://127.0.0.1:8080/v1",
+            ));
+        }
+        let url = if base.ends_with("/chat/completions") {
+            base.to_string()
+        } else {
+            format!("{base}/chat/completions")
+        };
+        Ok(RemoteBackend {
+            label: format!("openai ({})", without_credentials(base)),
+            url,
+            model: provider.model.clone(),
+            api_key,
+            headers: provider
+                .headers
+                .iter()
+                .map(|(n, v)| (n.clone(), v.clone()))
+                .collect(),
+            max_retries: provider.max_retries,
+            max_tokens_field: provider.max_tokens_field,
+            sampling: Sampling {
+                temperature: config.temperature,
+                top_p: config.top_p,
+                seed: config.seed,
+            },
+            context_size: match config.context_size {
+                0 => DEFAULT_CONTEXT_SIZE,
+                n => n,
+            },
+            client: Client::new(provider.timeout()),
+            calls: Vec::new(),
+            reasoning: String::new(),
+        })
+    }
+
+    /// The reasoning the model gave with its last reply (empty if none).
+    pub fn last_reasoning(&self) -> &str {
+        &self.reasoning
+    }
+
+    /// The estimate behind [`Backend::count_tokens`]: a token per 4 bytes
+    /// of text (call names and arguments included), rounded up, plus 4 for
+    /// the role markup. English prose averages about 4 bytes per token in
+    /// the common BPE vocabularies; code and other scripts take more
+    /// tokens, so leave some margin in `context_size`.
+    pub fn estimate_tokens(message: &Message) -> u32 {
+        let calls: usize = message
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.to_string().len())
+            .sum();
+        let bytes = message.content.len() + calls;
+        4 + u32::try_from(bytes.div_ceil(4)).unwrap_or(u32::MAX - 4)
+    }
+
+    /// One request, with its retries.
+    fn request(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
+        let started = Instant::now();
+        let interrupt = Interrupt {
+            cancel,
+            deadline: request.deadline,
+        };
+        let body = openai::request_body(
+            self.model.as_deref(),
+            request,
+            &self.sampling,
+            self.max_tokens_field,
+        )
+        .to_string();
+        let mut retries = 0;
+        loop {
+            if let Some(cut) = interrupt.check() {
+                return Ok(cut_before_reply(cut, started));
+            }
+            match self.attempt(&body, on_piece, interrupt, started) {
+                Ok(reply) => return Ok(self.finish(reply, request, started)),
+                Err(Failure::Fatal(error)) => return Err(error),
+                Err(Failure::Transient { error, retry_after }) => {
+                    if retries == self.max_retries {
+                        return Err(gave_up(error, retries + 1));
+                    }
+                    if let Some(after) = retry_after.filter(|a| *a > retry::MAX_RETRY_AFTER) {
+                        return Err(append(
+                            error,
+                            &format!(
+                                " (the server asked to wait {} s before trying again, longer \
+                                 than the {} s a chat waits)",
+                                after.as_secs(),
+                                retry::MAX_RETRY_AFTER.as_secs()
+                            ),
+                        ));
+                    }
+                    let delay = retry::delay(retries, retry_after);
+                    tracing::warn!(
+                        provider = %self.label,
+                        error = %error,
+                        delay_ms = delay.as_millis() as u64,
+                        attempt = retries + 1,
+                        "remote model request failed; trying again"
+                    );
+                    if !retry::wait(delay, || interrupt.check().is_some()) {
+                        let cut = interrupt.check().unwrap_or(FinishReason::Cancelled);
+                        return Ok(cut_before_reply(cut, started));
+                    }
+                }
+            }
+            retries += 1;
+        }
+    }
+
+    /// One HTTP exchange: the reply when it completed or was cut short
+    /// (by a cancel or the deadline), else how it failed.
+    fn attempt(
+        &mut self,
+        body: &str,
+        on_piece: &mut dyn FnMut(&str),
+        interrupt: Interrupt<'_>,
+        started: Instant,
+    ) -> Result<Attempt, Failure> {
+        let Self {
+            label,
+            url,
+            api_key,
+            headers,
+            client,
+            ..
+        } = self;
+        let secrets = Secrets {
+            key: api_key.as_deref(),
+            headers,
+        };
+        client.watched(&|| interrupt.check().is_some(), |agent| {
+            let mut post = agent
+                .post(url.as_str())
+                .header("Content-Type", "application/json")
+                .header("Accept", "text/event-stream");
+            if let Some(key) = api_key.as_deref() {
+                post = post.header("Authorization", format!("Bearer {key}"));
+            }
+            for (name, value) in headers.iter() {
+                post = post.header(name.as_str(), value.as_str());
+            }
+            let response = match post.send(body) {
+                Ok(response) => response,
+                Err(_) if interrupt.check().is_some() => {
+                    return Ok(Attempt::cut(Reply::default(), interrupt))
+                }
+                Err(e) => return Err(transport_failure(label, e)),
+            };
+            let status = response.status().as_u16();
+            if !(200..300).contains(&status) {
+                return Err(status_failure(label, &secrets, response));
+            }
+            let is_stream = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+            let reader = response.into_body().into_reader();
+            if is_stream {
+                read_stream(label, reader, on_piece, interrupt, started)
+            } else {
+                read_whole(label, reader, on_piece, interrupt)
+            }
+        })
+    }
+
+    /// The generation of a finished (or cut) reply.
+    fn finish(
+        &mut self,
+        attempt: Attempt,
+        request: &GenerateRequest<'_>,
+        started: Instant,
+    ) -> Generation {
+        let Attempt {
+            reply,
+            first_chunk,
+            cut,
+        } = attempt;
+        let total = started.elapsed();
+        let prompt_time = first_chunk.unwrap_or(total);
+        if !reply.reasoning.is_empty() {
+            tracing::debug!(provider = %self.label, reasoning = %reply.reasoning, "the model's reasoning");
+        }
+        self.reasoning = reply.reasoning.clone();
+        let finish = cut.unwrap_or_else(|| reply.finish());
+        // Calls are taken only from a reply that ended: half a call is none.
+        if finish == FinishReason::Stop {
+            self.calls = reply.tool_calls();
+        }
+        let usage = reply.usage.unwrap_or_else(|| openai::ReportedUsage {
+            prompt_tokens: request.messages.iter().map(Self::estimate_tokens).sum(),
+            cached_tokens: 0,
+            completion_tokens: Self::estimate_tokens(&Message::assistant(reply.text.clone()))
+                .saturating_sub(4),
+        });
+        Generation {
+            text: reply.text,
+            finish,
+            prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens.min(usage.prompt_tokens),
+            completion_tokens: usage.completion_tokens,
+            prompt_time,
+            generation_time: total.saturating_sub(prompt_time),
+        }
+    }
+}
+
+impl Backend for RemoteBackend {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
+        self.calls.clear();
+        self.reasoning.clear();
+        self.request(request, on_piece, cancel)
+    }
+
+    fn count_tokens(&mut self, message: &Message) -> Result<u32> {
+        Ok(Self::estimate_tokens(message))
+    }
+
+    fn context_size(&self) -> u32 {
+        self.context_size
+    }
+
+    /// Calls come back as data; this is the format the loop falls back to
+    /// for a server that returns them as text (and hides from `on_token`).
+    fn tool_call_format(&self) -> ToolCallFormat {
+        ToolCallFormat::Hermes
+    }
+
+    fn take_tool_calls(&mut self) -> Vec<NativeToolCall> {
+        std::mem::take(&mut self.calls)
+    }
+}
+
+/// What may cut a reply short: the chat's cancel token, and the deadline
+/// of its time limit.
+#[derive(Clone, Copy)]
+struct Interrupt<'a> {
+    cancel: &'a CancelToken,
+    deadline: Option<Instant>,
+}
+
+impl Interrupt<'_> {
+    /// How the reply ends if it must end now: `Cancelled` on a cancel,
+    /// `Length` past the deadline (as a local model's reply would).
+    fn check(&self) -> Option<FinishReason> {
+        if self.cancel.is_cancelled() {
+            Some(FinishReason::Cancelled)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(FinishReason::Length)
+        } else {
+            None
+        }
+    }
+}
+
+/// What one exchange produced.
+struct Attempt {
+    reply: Reply,
+    /// When the first chunk arrived, from the start of the request.
+    first_chunk: Option<Duration>,
+    /// How the reply was cut short, if it was.
+    cut: Option<FinishReason>,
+}
+
+impl Attempt {
+    /// The reply so far, cut short by `interrupt`.
+    fn cut(reply: Reply, interrupt: Interrupt<'_>) -> Self {
+        Attempt {
+            reply,
+            first_chunk: None,
+            cut: Some(interrupt.check().unwrap_or(FinishReason::Cancelled)),
+        }
+    }
+}
+
+/// Values that must never reach an error message: the API key, and the
+/// configured headers' values (they often carry credentials too).
+struct Secrets<'a> {
+    key: Option<&'a str>,
+    headers: &'a [(String, String)],
+}
+
+impl Secrets<'_> {
+    /// `text` with every secret replaced by `[redacted]`. Header values
+    /// under 8 bytes are left: they are not secrets, and replacing a
+    /// short word everywhere would garble the message.
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        let key = self.key.filter(|k| !k.is_empty());
+        let values = self
+            .headers
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .filter(|v| v.len() >= 8);
+        for secret in key.into_iter().chain(values) {
+            text = text.replace(secret, "[redacted]");
+        }
+        text
+    }
+}
+
+/// Reads a streamed reply to its end, or until it is cut short.
+fn read_stream(
+    label: &str,
+    reader: impl Read,
+    on_piece: &mut dyn FnMut(&str),
+    interrupt: Interrupt<'_>,
+    started: Instant,
+) -> Result<Attempt, Failure> {
+    let mut events = EventReader::new(BufReader::new(reader), MAX_EVENT_BYTES);
+    let mut reply = Reply::default();
+    let mut first_chunk = None;
+    loop {
+        let next = events.next_data();
+        if interrupt.check().is_some() {
+            return Ok(Attempt {
+                first_chunk,
+                ..Attempt::cut(reply, interrupt)
+            });
+        }
+        let data = match next {
+            Ok(Some(data)) => data,
+            Ok(None) if reply.done || reply.finished() => break,
+            Ok(None) => {
+                return Err(broken(
+                    label,
+                    &reply,
+                    "the stream ended before the reply did (no finish_reason, no [DONE])",
+                ))
+            }
+            Err(SseError::Io(e)) => {
+                return Err(broken(label, &reply, &format!("the connection broke: {e}")))
+            }
+            Err(SseError::TooLarge(max)) => {
+                return Err(Failure::Fatal(provider_error(
+                    label,
+                    Some(200),
+                    format!("a stream event was larger than {} MiB", max / (1024 * 1024)),
+                )))
+            }
+        };
+        first_chunk.get_or_insert_with(|| started.elapsed());
+        match reply.push(&data, on_piece) {
+            Ok(()) => {}
+            Err(ChunkError::Malformed(message)) => {
+                return Err(Failure::Fatal(provider_error(label, Some(200), message)))
+            }
+            Err(ChunkError::Server(text)) => return Err(stream_error(label, &reply, text)),
+        }
+        if reply.held_bytes() > MAX_REPLY_BYTES {
+            return Err(Failure::Fatal(provider_error(
+                label,
+                Some(200),
+                format!(
+                    "the reply passed {} MiB without ending",
+                    MAX_REPLY_BYTES / (1024 * 1024)
+                ),
+            )));
+        }
+        if reply.done {
+            break;
+        }
+    }
+    Ok(Attempt {
+        reply,
+        first_chunk,
+        cut: None,
+    })
+}
+
+/// Reads an answer that was not streamed (a server that ignores `stream`).
+fn read_whole(
+    label: &str,
+    reader: impl Read,
+    on_piece: &mut dyn FnMut(&str),
+    interrupt: Interrupt<'_>,
+) -> Result<Attempt, Failure> {
+    let mut body = Vec::new();
+    let read = reader
+        .take(MAX_REPLY_BYTES as u64 + 1)
+        .read_to_end(&mut body);
+    if interrupt.check().is_some() {
+        return Ok(Attempt::cut(Reply::default(), interrupt));
+    }
+    if let Err(e) = read {
+        return Err(broken(
+            label,
+            &Reply::default(),
+            &format!("the connection broke: {e}"),
+        ));
+    }
+    if body.len() > MAX_REPLY_BYTES {
+        return Err(Failure::Fatal(provider_error(
+            label,
+            Some(200),
+            format!("the answer passed {} MiB", MAX_REPLY_BYTES / (1024 * 1024)),
+        )));
+    }
+    match Reply::from_completion(&String::from_utf8_lossy(&body), on_piece) {
+        Ok(reply) => Ok(Attempt {
+            reply,
+            first_chunk: None,
+            cut: None,
+        }),
+        Err(ChunkError::Malformed(message)) => {
+            Err(Failure::Fatal(provider_error(label, Some(200), message)))
+        }
+        Err(ChunkError::Server(text)) => Err(stream_error(label, &Reply::default(), text)),
+    }
+}
+
+/// A stream that broke: worth another try only if nothing of the reply
+/// had arrived (a retry would otherwise repeat text the caller has seen).
+fn broken(label: &str, reply: &Reply, what: &str) -> Failure {
+    if reply.started() {
+        Failure::Fatal(provider_error(
+            label,
+            Some(200),
+            format!("{what}, after {} bytes of the reply", reply.held_bytes()),
+        ))
+    } else {
+        Failure::Transient {
+            error: provider_error(label, Some(200), what.to_string()),
+            retry_after: None,
+        }
+    }
+}
+
+/// An error the server reported inside its stream.
+fn stream_error(label: &str, reply: &Reply, text: String) -> Failure {
+    if retry::mentions_context_overflow(&text) {
+        return Failure::Fatal(Error::ContextOverflow(format!(
+            "{label} said the prompt does not fit: {text}"
+        )));
+    }
+    broken(
+        label,
+        reply,
+        &format!("the server reported an error: {text}"),
+    )
+}
+
+/// A request that got no answer.
+fn transport_failure(label: &str, error: ureq::Error) -> Failure {
+    let message = match &error {
+        ureq::Error::Timeout(what) => format!("no answer in time ({what})"),
+        other => format!("cannot reach the server: {other}"),
+    };
+    let error_kind_is_transient = matches!(
+        error,
+        ureq::Error::Timeout(_)
+            | ureq::Error::Io(_)
+            | ureq::Error::HostNotFound
+            | ureq::Error::ConnectionFailed
+    );
+    let error = provider_error(label, None, message);
+    if error_kind_is_transient {
+        Failure::Transient {
+            error,
+            retry_after: None,
+        }
+    } else {
+        Failure::Fatal(error)
+    }
+}
+
+/// An answer with an error status.
+fn status_failure(
+    label: &str,
+    secrets: &Secrets<'_>,
+    response: ureq::http::Response<ureq::Body>,
+) -> Failure {
+    let status = response.status().as_u16();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let retry_after = retry::parse_retry_after(
+        header("retry-after").as_deref(),
+        header("retry-after-ms").as_deref(),
+    );
+    let mut body = Vec::new();
+    // Only the start of an error answer is read: it is for a message. A
+    // failure to read it leaves the message without the server's words.
+    let _ = response
+        .into_body()
+        .into_reader()
+        .take(MAX_ERROR_BYTES)
+        .read_to_end(&mut body);
+    let text = secrets.scrub(&openai::error_body_text(&String::from_utf8_lossy(&body)));
+    if status == 401 || status == 403 {
+        return Failure::Fatal(Error::AuthenticationFailed {
+            provider: label.to_string(),
+            status,
+            message: text,
+        });
+    }
+    if retry::is_context_overflow(status, &text) {
+        return Failure::Fatal(Error::ContextOverflow(format!(
+            "{label} answered HTTP {status}: {text}"
+        )));
+    }
+    let error = provider_error(label, Some(status), text);
+    if retry::is_transient(status) {
+        Failure::Transient { error, retry_after }
+    } else {
+        Failure::Fatal(error)
+    }
+}
+
+fn provider_error(label: &str, status: Option<u16>, message: String) -> Error {
+    Error::ProviderFailed {
+        provider: label.to_string(),
+        status,
+        message,
+    }
+}
+
+/// A transient error that ran out of tries, saying how many were made.
+fn gave_up(error: Error, attempts: u32) -> Error {
+    if attempts < 2 {
+        return error;
+    }
+    append(error, &format!(" (gave up after {attempts} attempts)"))
+}
+
+fn append(error: Error, text: &str) -> Error {
+    match error {
+        Error::ProviderFailed {
+            provider,
+            status,
+            message,
+        } => Error::ProviderFailed {
+            provider,
+            status,
+            message: message + text,
+        },
+        other => other,
+    }
+}
+
+/// A reply cut short before anything of it arrived.
+fn cut_before_reply(finish: FinishReason, started: Instant) -> Generation {
+    Generation {
+        text: String::new(),
+        finish,
+        prompt_tokens: 0,
+        cached_tokens: 0,
+        completion_tokens: 0,
+        prompt_time: started.elapsed(),
+        generation_time: Duration::ZERO,
+    }
+}
+
+/// `base` without a `user:password@` in its authority, for messages.
+fn without_credentials(base: &str) -> String {
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return base.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{host}{path}"),
+        None => base.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_never_reach_messages() {
+        assert_eq!(
+            without_credentials("https://user:pw@example.com/v1"),
+            "https://example.com/v1"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080/v1"
+        );
+        let headers = vec![
+            ("X-Key".to_string(), "header-secret".to_string()),
+            ("X-Org".to_string(), "acme".to_string()),
+        ];
+        let secrets = Secrets {
+            key: Some("sk-1"),
+            headers: &headers,
+        };
+        assert_eq!(
+            secrets.scrub("bad key sk-1, header header-secret for acme"),
+            "bad key [redacted], header [redacted] for acme"
+        );
+    }
+
+    #[test]
+    fn estimates_are_a_token_per_four_bytes_plus_markup() {
+        assert_eq!(RemoteBackend::estimate_tokens(&Message::user("")), 4);
+        assert_eq!(RemoteBackend::estimate_tokens(&Message::user("abcd")), 5);
+        assert_eq!(RemoteBackend::estimate_tokens(&Message::user("abcde")), 6);
+    }
+}
