@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use zoo_core::backend::{CacheHint, FinishReason, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
-    Agent, Backend, CancelToken, ChatOptions, Config, ErrorCode, LlamaBackend, Message, Model,
-    ModelParams, StopReason, Tool, ToolChoice, ToolDefinition,
+    Agent, Backend, CancelToken, ChatOptions, Config, ErrorCode, EventKind, LlamaBackend, Message,
+    Model, ModelParams, Response, Role, StopReason, Tool, ToolChoice, ToolDefinition,
 };
 
 fn model_path(file: &str) -> PathBuf {
@@ -820,4 +820,71 @@ fn a_stop_at_any_moment_leaves_a_history_the_next_chat_takes() {
         StopReason::Stop | StopReason::Length
     ));
     assert!(!r.text.is_empty());
+}
+
+/// One chat whose tool blocks until the test releases it, with `steer`
+/// sent from another thread while it blocks. Returns the response, the
+/// history and the event kinds.
+fn chat_with_a_blocked_tool(steer: Option<&str>) -> (Response, Vec<Message>, Vec<EventKind>) {
+    let agent = Arc::new(Agent::with_model(smollm2(), greedy().max_tokens(48)).unwrap());
+    let (entered, tool_entered) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (entered, released) = (Mutex::new(entered), Mutex::new(released));
+    let tool = Tool::new(
+        "get_weather",
+        "Get the current weather for a city",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        move |args| {
+            let _ = entered.lock().unwrap().send(());
+            // Only a broken test waits this long.
+            let _ = released.lock().unwrap().recv_timeout(Duration::from_secs(600));
+            Ok(json!({"city": args["city"], "temperature_celsius": 17, "sky": "cloudy"}))
+        },
+    )
+    .unwrap();
+    agent.register_tool(tool);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let options = ChatOptions::new()
+        .tool_choice(ToolChoice::Required)
+        .on_event(move |e| sink.lock().unwrap().push(e.kind.clone()));
+    let handle = agent.chat("What is the weather like in Paris today?", options);
+    tool_entered
+        .recv_timeout(Duration::from_secs(600))
+        .expect("the tool runs");
+    if let Some(text) = steer {
+        let steerer = Arc::clone(&agent);
+        let text = text.to_string();
+        std::thread::spawn(move || steerer.steer(text)).join().unwrap();
+    }
+    release.send(()).unwrap();
+    let response = handle.wait().unwrap();
+    let events = events.lock().unwrap().clone();
+    (response, agent.history(), events)
+}
+
+#[test]
+fn a_steer_during_a_long_tool_call_changes_the_final_answer() {
+    let _serial = serial();
+    let (plain, _, _) = chat_with_a_blocked_tool(None);
+    let steer = "Forget the weather. Tell me a joke about cats instead.";
+    let (steered, history, events) = chat_with_a_blocked_tool(Some(steer));
+    assert!(
+        events.contains(&EventKind::SteeringReceived {
+            message: steer.into()
+        }),
+        "{events:?}"
+    );
+    // The steer joined the conversation right after the tool's result, and
+    // the model's last reply answers it.
+    let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles[..4],
+        [Role::User, Role::Assistant, Role::Tool, Role::User],
+        "{history:#?}"
+    );
+    assert_eq!(history[3].content, steer);
+    assert_eq!(history.last().unwrap().role, Role::Assistant);
+    assert!(!steered.text.is_empty(), "{steered:#?}");
+    assert_ne!(steered.text, plain.text, "the steer did not change the answer");
 }
