@@ -837,7 +837,10 @@ fn chat_with_a_blocked_tool(steer: Option<&str>) -> (Response, Vec<Message>, Vec
         move |args| {
             let _ = entered.lock().unwrap().send(());
             // Only a broken test waits this long.
-            let _ = released.lock().unwrap().recv_timeout(Duration::from_secs(600));
+            let _ = released
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(600));
             Ok(json!({"city": args["city"], "temperature_celsius": 17, "sky": "cloudy"}))
         },
     )
@@ -855,7 +858,9 @@ fn chat_with_a_blocked_tool(steer: Option<&str>) -> (Response, Vec<Message>, Vec
     if let Some(text) = steer {
         let steerer = Arc::clone(&agent);
         let text = text.to_string();
-        std::thread::spawn(move || steerer.steer(text)).join().unwrap();
+        std::thread::spawn(move || steerer.steer(text))
+            .join()
+            .unwrap();
     }
     release.send(()).unwrap();
     let response = handle.wait().unwrap();
@@ -886,5 +891,8 @@ fn a_steer_during_a_long_tool_call_changes_the_final_answer() {
     assert_eq!(history[3].content, steer);
     assert_eq!(history.last().unwrap().role, Role::Assistant);
     assert!(!steered.text.is_empty(), "{steered:#?}");
-    assert_ne!(steered.text, plain.text, "the steer did not change the answer");
+    assert_ne!(
+        steered.text, plain.text,
+        "the steer did not change the answer"
+    );
 }
