@@ -24,6 +24,8 @@ pub enum Answer {
     StreamThenDrop(Vec<String>),
     /// These events, then nothing more until the client goes away.
     StreamThenHang(Vec<String>),
+    /// No answer at all until the client goes away.
+    Hang,
     /// An answer with this status, extra headers and body.
     Status {
         status: u16,
@@ -130,6 +132,11 @@ fn serve(
         .unwrap_or_else(|| Answer::status(599, r#"{"error": "no answer scripted"}"#));
     let mut out = &stream;
     match answer {
+        Answer::Hang => {
+            let _ = answered.send(index);
+            let mut rest = Vec::new();
+            let _ = (&stream).read_to_end(&mut rest);
+        }
         Answer::Status {
             status,
             headers,

@@ -850,3 +850,21 @@ fn the_chats_time_limit_ends_a_stream_that_stalls() {
     let next = agent.chat("Go on", ChatOptions::new()).wait().unwrap();
     assert_eq!(next.text, "Next.");
 }
+
+#[test]
+fn a_cancel_ends_the_wait_for_an_answer_that_never_comes() {
+    let server = FakeServer::start(vec![Answer::Hang, Answer::Stream(text_stream(&["Here."]))]);
+    let agent = agent_on(&server);
+    let handle = agent.chat("Hi", ChatOptions::new());
+    server.wait_for_answer(0);
+    let stopped = Instant::now();
+    handle.cancel();
+    let response = handle.wait_timeout(HANG).expect("the chat ends").unwrap();
+    assert!(stopped.elapsed() < CANCEL_BOUND, "{:?}", stopped.elapsed());
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(
+        agent.chat("Again", ChatOptions::new()).wait().unwrap().text,
+        "Here."
+    );
+}

@@ -1,21 +1,65 @@
-//! The HTTP client of remote backends: a blocking `ureq` agent (the
-//! backend runs on the agent's inference thread, so no async runtime is
-//! needed), and a watcher that makes a cancel interrupt it.
+//! The HTTP exchange of remote backends, on a thread of its own.
 //!
-//! A blocked socket read cannot look at a flag, so while a request runs a
-//! small watcher thread polls the cancel token (and the chat's deadline)
-//! every few milliseconds and, once it is set, shuts the `ureq` agent down, which closes its sockets
-//! and makes the blocked read return at once. A shut agent takes no more
-//! requests, so a new one replaces it.
+//! A blocking `ureq` agent does the I/O (no async runtime is needed), but
+//! never on the inference thread: each request runs on a short-lived I/O
+//! thread that reports what it reads (the answer's head, then each
+//! server-sent event, or the whole body) through a bounded channel. The
+//! inference thread waits on that channel in slices of a few milliseconds
+//! and asks its stop condition (a cancel, the chat's deadline) between
+//! them, so a stop is seen at once whatever the I/O is doing, even while a
+//! name is resolved or a connect hangs. On a stop the `ureq` agent is shut
+//! down, which closes its sockets so the I/O thread ends promptly too (a
+//! connect in progress ends at its timeout), and a new agent replaces it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::io::{self, BufReader, Read};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// How often the watcher looks at the cancel token.
-const CANCEL_POLL: Duration = Duration::from_millis(10);
+use super::retry;
+use super::sse::{EventReader, SseError};
 
-/// A `ureq` agent that a cancel can interrupt.
+/// How often a wait asks its stop condition.
+const STOP_POLL: Duration = Duration::from_millis(10);
+/// Events read ahead of the inference thread at most (backpressure, so a
+/// fast server cannot fill memory while callbacks run).
+const READ_AHEAD: usize = 64;
+/// How long a finished reply waits for the end of its body, so that the
+/// connection can be kept for the next request.
+const END_GRACE: Duration = Duration::from_secs(1);
+
+/// One request to send.
+pub(crate) struct Request {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Arc<str>,
+    /// The largest error body, stream event or whole answer taken.
+    pub(crate) max_error_bytes: u64,
+    pub(crate) max_event_bytes: usize,
+    pub(crate) max_body_bytes: u64,
+}
+
+/// What the I/O thread reports, in order: `Failed`, or `Head` then either
+/// `Body` or `Event`s ending with `Event(Ok(None))` or `Event(Err(_))`.
+pub(crate) enum Io {
+    /// The request got no answer.
+    Failed(ureq::Error),
+    /// The answer's status and what its headers say.
+    Head {
+        status: u16,
+        /// `Retry-After` (seconds) or `retry-after-ms`, when given.
+        retry_after: Option<Duration>,
+        /// Whether the body is an event stream (else it is read whole).
+        is_stream: bool,
+    },
+    /// The body of an error status (its start) or of an answer that does
+    /// not stream (at most one byte more than the bound, to tell).
+    Body(io::Result<Vec<u8>>),
+    /// The data of the next event; `None` at the end of the stream.
+    Event(Result<Option<String>, SseError>),
+}
+
+/// A `ureq` agent whose exchanges a stop can cut short.
 pub(crate) struct Client {
     agent: ureq::Agent,
     timeout: Duration,
@@ -32,40 +76,158 @@ impl Client {
         }
     }
 
-    /// Runs `request` with the agent; if `stop` says so meanwhile (a
-    /// cancel, a deadline; it is asked every few milliseconds), the agent
-    /// is shut down, so that a read or write blocked in `request` fails at
-    /// once (the caller asks `stop` again and reports why it ended).
-    pub(crate) fn watched<T>(
-        &mut self,
-        stop: &(dyn Fn() -> bool + Sync),
-        request: impl FnOnce(&ureq::Agent) -> T,
-    ) -> T {
-        let (done, finished) = mpsc::channel::<()>();
-        let shut = AtomicBool::new(false);
-        let watched = self.agent.clone();
-        let result = std::thread::scope(|scope| {
-            let shut = &shut;
-            scope.spawn(move || loop {
-                match finished.recv_timeout(CANCEL_POLL) {
-                    Err(RecvTimeoutError::Timeout) if stop() => {
-                        shut.store(true, Ordering::Release);
-                        watched.shutdown();
-                        return;
-                    }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    // `request` returned: nothing to watch any more.
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+    /// Sends `request` from a new I/O thread; read its reports with
+    /// [`Exchange::next`].
+    pub(crate) fn start(&mut self, request: Request) -> io::Result<Exchange<'_>> {
+        let (reports, received) = mpsc::sync_channel(READ_AHEAD);
+        let agent = self.agent.clone();
+        std::thread::Builder::new()
+            .name("zoo-remote-io".into())
+            .spawn(move || exchange(&agent, &request, &reports))?;
+        Ok(Exchange {
+            client: self,
+            received,
+            ended: false,
+        })
+    }
+
+    /// Closes every connection (interrupting the I/O thread's reads and
+    /// writes) and takes a fresh agent for the next request.
+    fn reset(&mut self) {
+        let old = std::mem::replace(&mut self.agent, new_agent(self.timeout));
+        old.shutdown();
+    }
+}
+
+/// One request in flight.
+pub(crate) struct Exchange<'a> {
+    client: &'a mut Client,
+    received: Receiver<Io>,
+    /// Whether the I/O thread made its last report.
+    ended: bool,
+}
+
+impl Exchange<'_> {
+    /// The next report, or `None` if `stop` said to stop first (asked
+    /// every few milliseconds); then the exchange is cut short.
+    pub(crate) fn next(&mut self, stop: &dyn Fn() -> bool) -> Option<Io> {
+        loop {
+            if stop() {
+                self.cut();
+                return None;
+            }
+            match self.received.recv_timeout(STOP_POLL) {
+                Ok(io) => {
+                    self.ended |= is_last(&io);
+                    return Some(io);
                 }
-            });
-            let result = request(&self.agent);
-            drop(done);
-            result
-        });
-        if shut.load(Ordering::Acquire) {
-            self.agent = new_agent(self.timeout);
+                Err(RecvTimeoutError::Timeout) => {}
+                // The thread ended without its last report: it panicked.
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.ended = true;
+                    return Some(Io::Event(Err(SseError::Io(io::Error::other(
+                        "the HTTP thread ended unexpectedly",
+                    )))));
+                }
+            }
         }
-        result
+    }
+
+    /// After a complete reply (`[DONE]`): waits briefly for the end of the
+    /// body, so that the connection goes back to the pool for the next
+    /// request instead of being closed.
+    pub(crate) fn finish(mut self, stop: &dyn Fn() -> bool) {
+        let until = std::time::Instant::now() + END_GRACE;
+        while !self.ended && std::time::Instant::now() < until {
+            if self.next(stop).is_none() {
+                return;
+            }
+        }
+    }
+
+    fn cut(&mut self) {
+        if !self.ended {
+            self.client.reset();
+            self.ended = true;
+        }
+    }
+}
+
+impl Drop for Exchange<'_> {
+    /// An exchange left before its end (a failure found in the stream, a
+    /// stop) closes its connection, so the I/O thread does not linger.
+    fn drop(&mut self) {
+        self.cut();
+    }
+}
+
+fn is_last(io: &Io) -> bool {
+    matches!(
+        io,
+        Io::Failed(_) | Io::Body(_) | Io::Event(Ok(None)) | Io::Event(Err(_))
+    )
+}
+
+/// The I/O thread: sends the request and reports what comes back. A report
+/// that cannot be delivered (the inference thread left) ends it.
+fn exchange(agent: &ureq::Agent, request: &Request, reports: &SyncSender<Io>) {
+    let mut post = agent
+        .post(request.url.as_str())
+        .header("Content-Type", "application/json")
+        .header("Accept", "text/event-stream");
+    for (name, value) in &request.headers {
+        post = post.header(name.as_str(), value.as_str());
+    }
+    let response = match post.send(&*request.body) {
+        Ok(response) => response,
+        Err(e) => {
+            let _ = reports.send(Io::Failed(e));
+            return;
+        }
+    };
+    let status = response.status().as_u16();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let retry_after = retry::parse_retry_after(
+        header("retry-after").as_deref(),
+        header("retry-after-ms").as_deref(),
+    );
+    let is_stream = header("content-type")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+    let ok = (200..300).contains(&status);
+    let head = Io::Head {
+        status,
+        retry_after,
+        is_stream,
+    };
+    if reports.send(head).is_err() {
+        return;
+    }
+    let reader = response.into_body().into_reader();
+    if !ok || !is_stream {
+        // Only the start of an error answer is read: it is for a message.
+        let limit = if ok {
+            request.max_body_bytes.saturating_add(1)
+        } else {
+            request.max_error_bytes
+        };
+        let mut body = Vec::new();
+        let read = reader.take(limit).read_to_end(&mut body).map(|_| body);
+        let _ = reports.send(Io::Body(read));
+        return;
+    }
+    let mut events = EventReader::new(BufReader::new(reader), request.max_event_bytes);
+    loop {
+        let event = events.next_data();
+        let last = !matches!(event, Ok(Some(_)));
+        if reports.send(Io::Event(event)).is_err() || last {
+            return;
+        }
     }
 }
 

@@ -31,13 +31,13 @@ mod sse;
 pub(crate) use settings::OPENAI_KEYS;
 pub use settings::{MaxTokensField, OpenAiProvider, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS};
 
-use std::io::{BufReader, Read};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::http::Client;
+use self::http::{Client, Exchange, Io};
 use self::openai::{ChunkError, Reply, Sampling};
 use self::retry::Failure;
-use self::sse::{EventReader, SseError};
+use self::sse::SseError;
 use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall};
 use crate::cancel::CancelToken;
 use crate::config::Config;
@@ -53,6 +53,8 @@ const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// The largest reply (text, reasoning and call arguments together) or
 /// non-streamed answer taken; a server that sends more is failing.
 const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+/// `MAX_REPLY_BYTES` in MiB, for messages.
+const MAX_REPLY_MIB: usize = MAX_REPLY_BYTES / (1024 * 1024);
 /// How much of an error answer is read for its message.
 const MAX_ERROR_BYTES: u64 = 64 * 1024;
 
@@ -172,6 +174,7 @@ impl RemoteBackend {
             self.max_tokens_field,
         )
         .to_string();
+        let body: Arc<str> = Arc::from(body);
         let mut retries = 0;
         loop {
             if let Some(cut) = interrupt.check() {
@@ -217,57 +220,68 @@ impl RemoteBackend {
     /// (by a cancel or the deadline), else how it failed.
     fn attempt(
         &mut self,
-        body: &str,
+        body: &Arc<str>,
         on_piece: &mut dyn FnMut(&str),
         interrupt: Interrupt<'_>,
         started: Instant,
     ) -> Result<Attempt, Failure> {
-        let Self {
-            label,
-            url,
-            api_key,
+        let mut headers = self.headers.clone();
+        if let Some(key) = &self.api_key {
+            headers.push(("Authorization".into(), format!("Bearer {key}")));
+        }
+        let request = http::Request {
+            url: self.url.clone(),
             headers,
-            client,
-            ..
-        } = self;
-        let secrets = Secrets {
-            key: api_key.as_deref(),
-            headers,
+            body: Arc::clone(body),
+            max_error_bytes: MAX_ERROR_BYTES,
+            max_event_bytes: MAX_EVENT_BYTES,
+            max_body_bytes: MAX_REPLY_BYTES as u64,
         };
-        client.watched(&|| interrupt.check().is_some(), |agent| {
-            let mut post = agent
-                .post(url.as_str())
-                .header("Content-Type", "application/json")
-                .header("Accept", "text/event-stream");
-            if let Some(key) = api_key.as_deref() {
-                post = post.header("Authorization", format!("Bearer {key}"));
-            }
-            for (name, value) in headers.iter() {
-                post = post.header(name.as_str(), value.as_str());
-            }
-            let response = match post.send(body) {
-                Ok(response) => response,
-                Err(_) if interrupt.check().is_some() => {
-                    return Ok(Attempt::cut(Reply::default(), interrupt))
-                }
-                Err(e) => return Err(transport_failure(label, e)),
-            };
-            let status = response.status().as_u16();
-            if !(200..300).contains(&status) {
-                return Err(status_failure(label, &secrets, response));
-            }
-            let is_stream = response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
-            let reader = response.into_body().into_reader();
-            if is_stream {
-                read_stream(label, reader, on_piece, interrupt, started)
-            } else {
-                read_whole(label, reader, on_piece, interrupt)
-            }
-        })
+        let secrets = Secrets {
+            key: self.api_key.as_deref(),
+            headers: &self.headers,
+        };
+        let label = self.label.as_str();
+        let stop = || interrupt.check().is_some();
+        let mut exchange = self.client.start(request).map_err(|e| {
+            Failure::Fatal(Error::Internal(format!(
+                "cannot start the HTTP thread: {e}"
+            )))
+        })?;
+        let cut = |reply| Ok(Attempt::cut(reply, interrupt));
+        let (status, retry_after, is_stream) = match exchange.next(&stop) {
+            None => return cut(Reply::default()),
+            Some(Io::Head {
+                status,
+                retry_after,
+                is_stream,
+            }) => (status, retry_after, is_stream),
+            Some(Io::Failed(e)) => return Err(transport_failure(label, e)),
+            Some(_) => return Err(unexpected(label)),
+        };
+        let ok = (200..300).contains(&status);
+        if ok && is_stream {
+            return read_stream(label, exchange, on_piece, interrupt, started);
+        }
+        let body = match exchange.next(&stop) {
+            None => return cut(Reply::default()),
+            Some(Io::Body(body)) => body,
+            Some(_) => return Err(unexpected(label)),
+        };
+        if !ok {
+            // A failure to read an error answer leaves the message
+            // without the server's words.
+            let text = String::from_utf8_lossy(&body.unwrap_or_default()).into_owned();
+            return Err(status_failure(label, &secrets, status, retry_after, &text));
+        }
+        match body {
+            Ok(body) => read_whole(label, &body, on_piece),
+            Err(e) => Err(broken(
+                label,
+                &Reply::default(),
+                &format!("the connection broke: {e}"),
+            )),
+        }
     }
 
     /// The generation of a finished (or cut) reply.
@@ -413,42 +427,42 @@ impl Secrets<'_> {
 /// Reads a streamed reply to its end, or until it is cut short.
 fn read_stream(
     label: &str,
-    reader: impl Read,
+    mut exchange: Exchange<'_>,
     on_piece: &mut dyn FnMut(&str),
     interrupt: Interrupt<'_>,
     started: Instant,
 ) -> Result<Attempt, Failure> {
-    let mut events = EventReader::new(BufReader::new(reader), MAX_EVENT_BYTES);
+    let stop = || interrupt.check().is_some();
     let mut reply = Reply::default();
     let mut first_chunk = None;
     loop {
-        let next = events.next_data();
-        if interrupt.check().is_some() {
-            return Ok(Attempt {
-                first_chunk,
-                ..Attempt::cut(reply, interrupt)
-            });
-        }
-        let data = match next {
-            Ok(Some(data)) => data,
-            Ok(None) if reply.done || reply.finished() => break,
-            Ok(None) => {
+        let data = match exchange.next(&stop) {
+            None => {
+                return Ok(Attempt {
+                    first_chunk,
+                    ..Attempt::cut(reply, interrupt)
+                })
+            }
+            Some(Io::Event(Ok(Some(data)))) => data,
+            Some(Io::Event(Ok(None))) if reply.done || reply.finished() => break,
+            Some(Io::Event(Ok(None))) => {
                 return Err(broken(
                     label,
                     &reply,
                     "the stream ended before the reply did (no finish_reason, no [DONE])",
                 ))
             }
-            Err(SseError::Io(e)) => {
+            Some(Io::Event(Err(SseError::Io(e)))) => {
                 return Err(broken(label, &reply, &format!("the connection broke: {e}")))
             }
-            Err(SseError::TooLarge(max)) => {
+            Some(Io::Event(Err(SseError::TooLarge(max)))) => {
                 return Err(Failure::Fatal(provider_error(
                     label,
                     Some(200),
                     format!("a stream event was larger than {} MiB", max / (1024 * 1024)),
                 )))
             }
+            Some(_) => return Err(unexpected(label)),
         };
         first_chunk.get_or_insert_with(|| started.elapsed());
         match reply.push(&data, on_piece) {
@@ -462,13 +476,11 @@ fn read_stream(
             return Err(Failure::Fatal(provider_error(
                 label,
                 Some(200),
-                format!(
-                    "the reply passed {} MiB without ending",
-                    MAX_REPLY_BYTES / (1024 * 1024)
-                ),
+                format!("the reply passed {MAX_REPLY_MIB} MiB without ending"),
             )));
         }
         if reply.done {
+            exchange.finish(&stop);
             break;
         }
     }
@@ -482,32 +494,17 @@ fn read_stream(
 /// Reads an answer that was not streamed (a server that ignores `stream`).
 fn read_whole(
     label: &str,
-    reader: impl Read,
+    body: &[u8],
     on_piece: &mut dyn FnMut(&str),
-    interrupt: Interrupt<'_>,
 ) -> Result<Attempt, Failure> {
-    let mut body = Vec::new();
-    let read = reader
-        .take(MAX_REPLY_BYTES as u64 + 1)
-        .read_to_end(&mut body);
-    if interrupt.check().is_some() {
-        return Ok(Attempt::cut(Reply::default(), interrupt));
-    }
-    if let Err(e) = read {
-        return Err(broken(
-            label,
-            &Reply::default(),
-            &format!("the connection broke: {e}"),
-        ));
-    }
     if body.len() > MAX_REPLY_BYTES {
         return Err(Failure::Fatal(provider_error(
             label,
             Some(200),
-            format!("the answer passed {} MiB", MAX_REPLY_BYTES / (1024 * 1024)),
+            format!("the answer passed {MAX_REPLY_MIB} MiB"),
         )));
     }
-    match Reply::from_completion(&String::from_utf8_lossy(&body), on_piece) {
+    match Reply::from_completion(&String::from_utf8_lossy(body), on_piece) {
         Ok(reply) => Ok(Attempt {
             reply,
             first_chunk: None,
@@ -518,6 +515,13 @@ fn read_whole(
         }
         Err(ChunkError::Server(text)) => Err(stream_error(label, &Reply::default(), text)),
     }
+}
+
+/// The I/O thread broke its order of reports (a bug, not the server's).
+fn unexpected(label: &str) -> Failure {
+    Failure::Fatal(Error::Internal(format!(
+        "the HTTP exchange with {label} reported out of order"
+    )))
 }
 
 /// A stream that broke: worth another try only if nothing of the reply
@@ -575,33 +579,15 @@ fn transport_failure(label: &str, error: ureq::Error) -> Failure {
     }
 }
 
-/// An answer with an error status.
+/// An answer with an error status; `body` is the start of its body.
 fn status_failure(
     label: &str,
     secrets: &Secrets<'_>,
-    response: ureq::http::Response<ureq::Body>,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &str,
 ) -> Failure {
-    let status = response.status().as_u16();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let retry_after = retry::parse_retry_after(
-        header("retry-after").as_deref(),
-        header("retry-after-ms").as_deref(),
-    );
-    let mut body = Vec::new();
-    // Only the start of an error answer is read: it is for a message. A
-    // failure to read it leaves the message without the server's words.
-    let _ = response
-        .into_body()
-        .into_reader()
-        .take(MAX_ERROR_BYTES)
-        .read_to_end(&mut body);
-    let text = secrets.scrub(&openai::error_body_text(&String::from_utf8_lossy(&body)));
+    let text = secrets.scrub(&openai::error_body_text(body));
     if status == 401 || status == 403 {
         return Failure::Fatal(Error::AuthenticationFailed {
             provider: label.to_string(),
