@@ -41,6 +41,60 @@ impl QueueMode {
     }
 }
 
+/// How the tool calls of one model reply run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolExecution {
+    /// One after another, in call order (the default).
+    #[default]
+    Sequential,
+    /// All at once; results join the history in call order.
+    Parallel,
+    /// At most this many at once (`{"batched": N}`).
+    Batched(u32),
+}
+
+const U32_MAX_U64: u64 = u32::MAX as u64;
+
+impl ToolExecution {
+    /// How many calls may run at once.
+    pub fn width(self) -> usize {
+        match self {
+            ToolExecution::Sequential => 1,
+            ToolExecution::Parallel => usize::MAX,
+            ToolExecution::Batched(n) => n.max(1) as usize,
+        }
+    }
+
+    /// What `tool_execution` accepts.
+    const EXPECTED: &'static str = r#""sequential", "parallel" or {"batched": N} with N from 1"#;
+
+    /// Checks the value of the config key `key`.
+    fn check_json(key: &str, value: &Json) -> Result<()> {
+        let batched = value
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .and_then(|o| o.get("batched"));
+        match (value.as_str(), batched) {
+            (Some("sequential" | "parallel"), _) => Ok(()),
+            (_, Some(n)) => match n.as_u64() {
+                Some(1..=U32_MAX_U64) => Ok(()),
+                _ => Err(Error::config(
+                    format!("{key}.batched"),
+                    format!(
+                        "expected a whole number from 1 to {U32_MAX_U64}, got {}",
+                        describe(n)
+                    ),
+                )),
+            },
+            _ => Err(Error::config(
+                key,
+                format!("expected {}, got {}", Self::EXPECTED, describe(value)),
+            )),
+        }
+    }
+}
+
 /// Which chat template renders the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum TemplateChoice {
@@ -206,6 +260,9 @@ pub struct Config {
     pub max_total_tokens: u64,
     /// Wall-clock milliseconds a chat may run; 0 (the default) for no limit.
     pub max_duration_ms: u64,
+    /// How the tool calls of one reply run: `sequential` (the default),
+    /// `parallel` or `{"batched": N}`.
+    pub tool_execution: ToolExecution,
     /// How many `steer()` messages join the conversation before a reply.
     pub steering_mode: QueueMode,
     /// How many `follow_up()` messages start a new round at once.
@@ -241,6 +298,7 @@ impl Default for Config {
             max_turns: 50,
             max_total_tokens: 0,
             max_duration_ms: 0,
+            tool_execution: ToolExecution::Sequential,
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             provider: None,
@@ -298,6 +356,8 @@ impl Config {
         max_total_tokens: u64,
         /// Sets `max_duration_ms`.
         max_duration_ms: u64,
+        /// Sets `tool_execution`.
+        tool_execution: ToolExecution,
         /// Sets `steering_mode`.
         steering_mode: QueueMode,
         /// Sets `follow_up_mode`.
@@ -503,6 +563,13 @@ const CONFIG_KEYS: Settings = Settings {
         (
             "max_duration_ms",
             Rule::whole(0, i64::MAX, " (0 for no limit)"),
+        ),
+        (
+            "tool_execution",
+            Rule::Custom {
+                expected: ToolExecution::EXPECTED,
+                check: ToolExecution::check_json,
+            },
         ),
         (
             "steering_mode",

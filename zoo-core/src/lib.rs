@@ -28,7 +28,7 @@ pub use backend::mock::{MockBackend, MockReply};
 pub use backend::remote::{MaxTokensField, OpenAiProvider, RemoteBackend};
 pub use backend::Backend;
 pub use cancel::CancelToken;
-pub use config::{Config, QueueMode, TemplateChoice, ToolChoice};
+pub use config::{Config, QueueMode, TemplateChoice, ToolChoice, ToolExecution};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{AgentEvent, EventKind};
 pub use mcp::{HttpTransport, McpClient, McpServerInfo, McpTransport, StdioTransport};

@@ -37,12 +37,12 @@ use super::history::History;
 use super::limits::{LimitHit, Limits};
 use super::steering::{MessageQueues, QueueMode};
 use super::stream_filter::StreamFilter;
-use super::tool_runner::{ToolRun, ToolRunner};
+use super::tool_runner::{Pending, ToolRun, ToolRunner};
 use crate::backend::{
     Backend, CacheHint, FinishReason, GenerateRequest, Generation, NativeToolCall,
 };
 use crate::cancel::CancelToken;
-use crate::config::ToolChoice;
+use crate::config::{ToolChoice, ToolExecution};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{AgentEvent, EventKind};
 use crate::message::{Message, Role, ToolCall};
@@ -73,6 +73,8 @@ pub struct TurnSettings {
     pub steering_mode: QueueMode,
     /// How many follow-up messages start a round.
     pub follow_up_mode: QueueMode,
+    /// How a reply's calls run.
+    pub tool_execution: ToolExecution,
 }
 
 /// What the caller sends: the message and this turn's ephemeral context.
@@ -411,21 +413,32 @@ impl Turn<'_, '_> {
     /// started.
     fn run_calls(&mut self, calls: &[ToolCall], parsed: &ParsedReply) -> Result<BatchOutcome> {
         let mut outcome = BatchOutcome::Failed;
-        for (index, (call, parsed_call)) in calls.iter().zip(&parsed.calls).enumerate() {
+        let mut index = 0;
+        while index < calls.len() {
             if let Some((why, end)) = self.interruption() {
                 self.refuse_calls(&calls[index..], &why)?;
                 return Ok(end);
             }
-            match self.execute(call, parsed_call)? {
-                CallOutcome::Succeeded if outcome == BatchOutcome::Failed => {
-                    outcome = BatchOutcome::Succeeded
+            let group = index..index + self.group_width(&parsed.calls[index..]);
+            let launched: Vec<Launched> = group
+                .clone()
+                .map(|i| self.begin(i - index, &calls[i], &parsed.calls[i]))
+                .collect();
+            let mut abandoned = false;
+            for (i, launched) in group.clone().zip(launched) {
+                match self.settle(&calls[i], launched)? {
+                    CallOutcome::Succeeded if outcome == BatchOutcome::Failed => {
+                        outcome = BatchOutcome::Succeeded
+                    }
+                    CallOutcome::Exhausted => outcome = BatchOutcome::Exhausted,
+                    CallOutcome::Abandoned => abandoned = true,
+                    CallOutcome::Succeeded | CallOutcome::Failed => {}
                 }
-                CallOutcome::Exhausted => outcome = BatchOutcome::Exhausted,
-                CallOutcome::Abandoned => {
-                    self.refuse_calls(&calls[index + 1..], STOPPED)?;
-                    return Ok(BatchOutcome::Cancelled);
-                }
-                CallOutcome::Succeeded | CallOutcome::Failed => {}
+            }
+            index = group.end;
+            if abandoned {
+                self.refuse_calls(&calls[index..], STOPPED)?;
+                return Ok(BatchOutcome::Cancelled);
             }
         }
         for failure in &parsed.failures {
@@ -434,6 +447,21 @@ impl Turn<'_, '_> {
             }
         }
         Ok(outcome)
+    }
+
+    /// How many of the next calls start together: up to the configured
+    /// width (1 when sequential), stopping before an exclusive tool, which
+    /// always runs alone.
+    fn group_width(&self, next: &[ParsedCall]) -> usize {
+        let exclusive = |c: &ParsedCall| self.tools.get(&c.name).is_some_and(|t| t.is_exclusive());
+        if next.first().is_some_and(exclusive) {
+            return 1;
+        }
+        next.iter()
+            .take(self.settings.tool_execution.width())
+            .take_while(|c| !exclusive(c))
+            .count()
+            .max(1)
     }
 
     /// What keeps the next call of a reply from starting: a stop, the time
@@ -610,27 +638,54 @@ impl Turn<'_, '_> {
         }
     }
 
-    /// Validates and runs one call, then injects its result or error.
-    fn execute(&mut self, call: &ToolCall, parsed: &ParsedCall) -> Result<CallOutcome> {
+    /// Reports a call started, validates it and hands it to tool thread
+    /// `lane`; a call that cannot run (an unknown tool, bad arguments) is
+    /// settled at once.
+    fn begin(&mut self, lane: usize, call: &ToolCall, parsed: &ParsedCall) -> Launched {
         self.callbacks.event(EventKind::ToolCallStarted {
             id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         });
         let started = Instant::now();
-        let outcome = match self.invoke(parsed) {
+        let run = match self.tools.get(&parsed.name) {
+            None => Launch::Settled(Err(Error::ToolNotFound(parsed.name.clone()))),
+            Some(tool) => match tool.validate(&parsed.arguments) {
+                Err(error) => Launch::Settled(Err(error)),
+                Ok(()) => Launch::Running(
+                    self.runner
+                        .start(lane, &tool, parsed.arguments.clone(), self.cancel),
+                    tool.time_limit(),
+                ),
+            },
+        };
+        Launched { started, run }
+    }
+
+    /// Waits for a started call, then injects its result or error.
+    fn settle(&mut self, call: &ToolCall, launched: Launched) -> Result<CallOutcome> {
+        let run = match launched.run {
+            Launch::Settled(outcome) => ToolRun::Finished(outcome),
+            Launch::Running(pending, limit) => pending.wait(self.cancel, limit),
+        };
+        let outcome = match run {
             ToolRun::Finished(outcome) => outcome,
+            ToolRun::TimedOut(limit) => Err(Error::ToolHandlerFailed {
+                tool: call.name.clone(),
+                message: format!("it did not finish within {} ms", limit.as_millis()),
+            }),
             ToolRun::Abandoned => {
                 let message = format!(
                     "the chat was stopped while `{}` was running; its result was discarded",
                     call.name
                 );
-                self.record_call(call, None, Some(message.clone()), ms(started.elapsed()));
+                let elapsed = ms(launched.started.elapsed());
+                self.record_call(call, None, Some(message.clone()), elapsed);
                 self.inject(Message::tool_error(&call.id, &call.name, message))?;
                 return Ok(CallOutcome::Abandoned);
             }
         };
-        let duration_ms = ms(started.elapsed());
+        let duration_ms = ms(launched.started.elapsed());
         let (result, error) = match &outcome {
             Ok(value) => (Some(value.clone()), None),
             Err(e) => (None, Some(e.to_string())),
@@ -653,18 +708,6 @@ impl Turn<'_, '_> {
                 })
             }
         }
-    }
-
-    /// Validates a call here, then runs its handler on the tool thread.
-    fn invoke(&mut self, parsed: &ParsedCall) -> ToolRun {
-        let Some(tool) = self.tools.get(&parsed.name) else {
-            return ToolRun::Finished(Err(Error::ToolNotFound(parsed.name.clone())));
-        };
-        if let Err(error) = tool.validate(&parsed.arguments) {
-            return ToolRun::Finished(Err(error));
-        }
-        self.runner
-            .run(&tool, parsed.arguments.clone(), self.cancel)
     }
 
     /// Keeps the call for the response and reports it finished.
@@ -816,6 +859,19 @@ impl Turn<'_, '_> {
             metrics,
         }
     }
+}
+
+/// A call handed to a tool thread, or settled before it could run.
+struct Launched {
+    started: Instant,
+    run: Launch,
+}
+
+enum Launch {
+    /// Refused before running (an unknown tool, invalid arguments).
+    Settled(Result<Value>),
+    /// Running, with the tool's time limit.
+    Running(Pending, Option<Duration>),
 }
 
 /// How one call went.

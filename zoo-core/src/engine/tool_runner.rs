@@ -1,19 +1,22 @@
-//! The agent's tool thread: tool handlers run here, one at a time, while the
-//! inference thread waits for the result or for a stop.
+//! The agent's tool threads: tool handlers run here while the inference
+//! thread waits for their results or for a stop. Sequential calls all run on
+//! the first thread (lane 0), one at a time; the calls of one reply under
+//! `parallel` or `batched` execution each take a lane of their own.
 //!
 //! A handler is user code and may block (a sleep, a network call, a stuck
-//! lock). Running it on its own thread is what lets `stop()` end the chat
-//! within its promise even then: the inference thread stops waiting, answers
-//! the call with an error and moves on, and the handler finishes in the
-//! background, its result dropped. Handlers still never overlap: the next
-//! call queues behind one that was given up on, so a handler written for
-//! one caller at a time stays correct. The thread ends when the runner is
-//! dropped, after the handler in progress returns; the agent's shutdown
-//! waits for that, so no handler runs after the agent is freed.
+//! lock). Running it on a thread of its own is what lets `stop()` end the
+//! chat within its promise even then: the inference thread stops waiting,
+//! answers the call with an error and moves on, and the handler finishes in
+//! the background, its result dropped. A lane's calls never overlap: the
+//! next call queues behind one that was given up on, so under sequential
+//! execution a handler written for one caller at a time stays correct. The
+//! threads end when the runner is dropped, after the handlers in progress
+//! return; the agent's shutdown waits for that, so no handler runs after the
+//! agent is freed.
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::thread::{JoinHandle, ThreadId};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -24,6 +27,9 @@ use crate::tools::registry::Tool;
 /// How often a waiting inference thread looks at the cancel flag: well
 /// inside the 100 ms a stop promises.
 const CANCEL_POLL: Duration = Duration::from_millis(5);
+/// Tool threads an agent keeps at most; calls of a wider batch queue behind
+/// the lanes' earlier calls.
+pub(crate) const MAX_LANES: usize = 16;
 
 /// One handler call for the tool thread.
 struct ToolJob {
@@ -40,12 +46,29 @@ pub(crate) enum ToolRun {
     Finished(Result<Value>),
     /// The chat was stopped first; the handler may still be running.
     Abandoned,
+    /// The tool's time limit passed first; the handler may still be running.
+    TimedOut(Duration),
 }
 
-/// Starts the tool thread on first use and hands it calls.
+/// A call handed to a lane, not yet waited for.
+pub(crate) struct Pending {
+    result: std::result::Result<Receiver<Result<Value>>, Error>,
+}
+
+impl Pending {
+    /// Waits for the handler, until `cancel` is set or `timeout` passes.
+    pub(crate) fn wait(self, cancel: &CancelToken, timeout: Option<Duration>) -> ToolRun {
+        match self.result {
+            Ok(result) => wait(&result, cancel, timeout.map(|t| (t, Instant::now() + t))),
+            Err(error) => ToolRun::Finished(Err(error)),
+        }
+    }
+}
+
+/// Starts tool threads on first use and hands them calls.
 pub(crate) struct ToolRunner {
     thread_started: Box<dyn Fn(ThreadId) + Send>,
-    worker: Option<(Sender<ToolJob>, JoinHandle<()>)>,
+    lanes: Vec<(Sender<ToolJob>, JoinHandle<()>)>,
 }
 
 impl ToolRunner {
@@ -54,13 +77,18 @@ impl ToolRunner {
     pub(crate) fn new(on_start: impl Fn(ThreadId) + Send + 'static) -> Self {
         ToolRunner {
             thread_started: Box::new(on_start),
-            worker: None,
+            lanes: Vec::new(),
         }
     }
 
-    /// Runs the tool's handler (arguments already validated) on the tool
-    /// thread and waits for it, or until `cancel` is set.
-    pub(crate) fn run(&mut self, tool: &Tool, arguments: Value, cancel: &CancelToken) -> ToolRun {
+    /// Hands the call to lane `lane` (modulo [`MAX_LANES`]) and returns at once.
+    pub(crate) fn start(
+        &mut self,
+        lane: usize,
+        tool: &Tool,
+        arguments: Value,
+        cancel: &CancelToken,
+    ) -> Pending {
         let (reply, result) = sync_channel(1);
         let job = ToolJob {
             tool: tool.clone(),
@@ -69,33 +97,34 @@ impl ToolRunner {
             reply,
         };
         let sent = self
-            .sender()
+            .lane(lane % MAX_LANES)
             .and_then(|jobs| jobs.send(job).map_err(|_| thread_gone()));
-        if let Err(error) = sent {
-            return ToolRun::Finished(Err(error));
+        Pending {
+            result: sent.map(|()| result),
         }
-        wait(&result, cancel)
     }
 
-    fn sender(&mut self) -> Result<&Sender<ToolJob>> {
-        if self.worker.is_none() {
+    /// The lane's queue, starting its thread (and those before it) on first use.
+    fn lane(&mut self, lane: usize) -> Result<&Sender<ToolJob>> {
+        while self.lanes.len() <= lane {
             let (jobs, queue) = channel::<ToolJob>();
             let thread = std::thread::Builder::new()
-                .name("zoo-tools".into())
+                .name(format!("zoo-tools-{}", self.lanes.len()))
                 .spawn(move || serve(queue))
-                .map_err(|e| Error::Internal(format!("cannot start the tool thread: {e}")))?;
+                .map_err(|e| Error::Internal(format!("cannot start a tool thread: {e}")))?;
             (self.thread_started)(thread.thread().id());
-            self.worker = Some((jobs, thread));
+            self.lanes.push((jobs, thread));
         }
-        Ok(&self.worker.as_ref().expect("started above").0)
+        Ok(&self.lanes[lane].0)
     }
 }
 
 impl Drop for ToolRunner {
-    /// Closes the queue and waits for the handler in progress, if any.
+    /// Closes the queues and waits for the handlers in progress, if any.
     fn drop(&mut self) {
-        if let Some((jobs, thread)) = self.worker.take() {
-            drop(jobs);
+        let lanes = std::mem::take(&mut self.lanes);
+        let threads: Vec<JoinHandle<()>> = lanes.into_iter().map(|(_, thread)| thread).collect();
+        for thread in threads {
             if thread.thread().id() != std::thread::current().id() {
                 let _ = thread.join();
             }
@@ -114,10 +143,19 @@ fn serve(queue: Receiver<ToolJob>) {
     }
 }
 
-fn wait(result: &Receiver<Result<Value>>, cancel: &CancelToken) -> ToolRun {
+fn wait(
+    result: &Receiver<Result<Value>>,
+    cancel: &CancelToken,
+    limit: Option<(Duration, Instant)>,
+) -> ToolRun {
     loop {
         if cancel.is_cancelled() {
             return ToolRun::Abandoned;
+        }
+        if let Some((timeout, deadline)) = limit {
+            if Instant::now() >= deadline {
+                return ToolRun::TimedOut(timeout);
+            }
         }
         match result.recv_timeout(CANCEL_POLL) {
             Ok(outcome) => return ToolRun::Finished(outcome),

@@ -280,6 +280,7 @@ fn turn_settings(config: &Config, options: &mut ChatOptions) -> TurnSettings {
         ),
         steering_mode: config.steering_mode,
         follow_up_mode: config.follow_up_mode,
+        tool_execution: config.tool_execution,
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde_json::Value;
@@ -41,6 +42,10 @@ pub struct Tool {
     definition: ToolDefinition,
     validator: Arc<ArgumentValidator>,
     handler: ToolHandler,
+    /// Runs alone, never beside another call of the same reply.
+    exclusive: bool,
+    /// A call still running after this is a tool error.
+    timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -86,7 +91,33 @@ impl Tool {
             },
             validator: Arc::new(validator),
             handler,
+            exclusive: false,
+            timeout: None,
         })
+    }
+
+    /// Marks the tool as one that must never run beside another call (a
+    /// write, a shell command): under `parallel` execution it runs alone.
+    pub fn exclusive(mut self, exclusive: bool) -> Self {
+        self.exclusive = exclusive;
+        self
+    }
+
+    /// Bounds a call's time: one still running after `timeout` is answered
+    /// with a tool error (the handler finishes in the background).
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Whether the tool runs alone.
+    pub fn is_exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    /// The tool's time bound, if any.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The tool's name.

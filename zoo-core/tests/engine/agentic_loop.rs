@@ -132,11 +132,11 @@ fn ta_005_detected_call_invokes_the_registered_handler() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0, 7);
-    // Handlers run on the agent's tool thread (one at a time), so that a
+    // Sequential handlers run on the agent's first tool thread, so that a
     // stop never waits for one that blocks.
     assert_eq!(
         seen[0].1.as_deref(),
-        Some("zoo-tools"),
+        Some("zoo-tools-0"),
         "handlers run on the agent's tool thread"
     );
 }

@@ -299,3 +299,136 @@ fn a_steer_queued_between_chats_waits_for_the_chats_own_reply() {
         [Role::User, Role::Assistant, Role::User, Role::Assistant]
     );
 }
+
+/// Two tools that each wait for the other to start: they can only both
+/// succeed when they run at the same time. The wait's bound only ends a
+/// sequential run, where the first call waits alone.
+fn rendezvous_tools(agent: &zoo_core::Agent, wait: Duration) {
+    let barrier = Arc::new((Mutex::new(0u32), std::sync::Condvar::new()));
+    for name in ["left", "right"] {
+        let barrier = barrier.clone();
+        let tool = Tool::new(
+            name,
+            "meets the other",
+            json!({"type": "object"}),
+            move |_| {
+                let (count, arrived) = &*barrier;
+                let mut count = count.lock().unwrap();
+                *count += 1;
+                arrived.notify_all();
+                let (count, timeout) = arrived.wait_timeout_while(count, wait, |n| *n < 2).unwrap();
+                drop(count);
+                if timeout.timed_out() {
+                    Err("ran alone".to_string())
+                } else {
+                    Ok(json!("met"))
+                }
+            },
+        )
+        .unwrap();
+        agent.register_tool(tool);
+    }
+}
+
+fn two_calls() -> MockReply {
+    MockReply::tool_calls(&[("left", json!({})), ("right", json!({}))])
+}
+
+#[test]
+fn parallel_calls_of_one_reply_run_at_the_same_time_and_answer_in_order() {
+    let mock = MockBackend::with_script([two_calls(), MockReply::text("both met")]);
+    let config = zoo_core::Config::default().tool_execution(zoo_core::ToolExecution::Parallel);
+    let agent = zoo_core::Agent::with_backend(mock.clone(), config).unwrap();
+    rendezvous_tools(&agent, PROMPTLY);
+    let (events, options) = recorder();
+    let response = agent.chat("meet", options).wait().unwrap();
+    let results: Vec<_> = response
+        .tool_calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.result.clone()))
+        .collect();
+    assert_eq!(
+        results,
+        [("left", Some(json!("met"))), ("right", Some(json!("met")))]
+    );
+    let events = events.lock().unwrap();
+    assert_well_formed(&events, StopReason::Stop);
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCallStarted { .. } => Some("started"),
+            EventKind::ToolCallFinished { .. } => Some("finished"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["started", "started", "finished", "finished"]);
+    let ids: Vec<Option<String>> = agent
+        .history()
+        .into_iter()
+        .map(|m| m.tool_call_id)
+        .collect();
+    assert_eq!(ids[2..4], [Some("call_1".into()), Some("call_2".into())]);
+}
+
+#[test]
+fn sequential_and_exclusive_calls_run_one_at_a_time() {
+    // Sequential: the first call waits alone and gives up.
+    let mock = MockBackend::with_script([two_calls(), MockReply::text("done")]);
+    let agent = agent_on(&mock);
+    rendezvous_tools(&agent, Duration::from_millis(50));
+    let response = agent.chat("meet", ChatOptions::new()).wait().unwrap();
+    assert!(response.tool_calls[0]
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("ran alone")));
+
+    // Parallel, but `right` is exclusive: it never runs beside `left`.
+    let mock = MockBackend::with_script([two_calls(), MockReply::text("done")]);
+    let config = zoo_core::Config::default().tool_execution(zoo_core::ToolExecution::Parallel);
+    let agent = zoo_core::Agent::with_backend(mock, config).unwrap();
+    rendezvous_tools(&agent, Duration::from_millis(50));
+    let right = agent
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "right")
+        .unwrap();
+    let exclusive = Tool::new(&right.name, &right.description, right.parameters, |_| {
+        Ok(json!("alone"))
+    })
+    .unwrap()
+    .exclusive(true);
+    agent.register_tool(exclusive);
+    let response = agent.chat("meet", ChatOptions::new()).wait().unwrap();
+    assert!(response.tool_calls[0]
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("ran alone")));
+    assert_eq!(response.tool_calls[1].result, Some(json!("alone")));
+}
+
+#[test]
+fn a_call_past_its_time_limit_is_a_tool_error_and_the_chat_goes_on() {
+    let mock = MockBackend::with_script([call("stuck"), MockReply::text("gave up")]);
+    let agent = agent_on(&mock);
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let stuck = Tool::new(
+        "stuck",
+        "never answers in time",
+        json!({"type": "object"}),
+        move |_| {
+            let _ = released.lock().unwrap().recv_timeout(PROMPTLY);
+            Ok(json!("late"))
+        },
+    )
+    .unwrap()
+    .timeout(Some(Duration::from_millis(20)));
+    agent.register_tool(stuck);
+    let response = agent.chat("go", ChatOptions::new()).wait().unwrap();
+    assert_eq!(response.text, "gave up");
+    assert_eq!(
+        response.tool_calls[0].error.as_deref(),
+        Some("tool `stuck` failed: it did not finish within 20 ms")
+    );
+    drop(release);
+}
