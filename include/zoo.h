@@ -416,6 +416,32 @@ enum zoo_status zoo_agent_chat(const struct zoo_agent *agent,
                                char **out_error);
 
 /**
+ * Answers the history as it stands, without a new user message (after
+ * `zoo_agent_set_history_json` restored a conversation that ends with tool
+ * results, or after a stop cut a reply short), and blocks like
+ * `zoo_agent_chat`, with the same options, callbacks, outputs and errors.
+ * `ZOO_INVALID_MESSAGE_SEQUENCE` when there is nothing to answer (an
+ * empty history, a call without its result).
+ */
+enum zoo_status zoo_agent_continue(const struct zoo_agent *agent,
+                                   const struct zoo_chat_options *options,
+                                   const struct zoo_chat_callbacks *callbacks,
+                                   char **out_response_json,
+                                   char **out_error);
+
+/**
+ * Drops the last assistant turn (its replies, tool calls and results) and
+ * answers the last user message again, blocking like `zoo_agent_chat`. If
+ * the new answer fails, or is stopped before the model says anything, the
+ * old turn stays. `ZOO_INVALID_MESSAGE_SEQUENCE` without a user message.
+ */
+enum zoo_status zoo_agent_regenerate(const struct zoo_agent *agent,
+                                     const struct zoo_chat_options *options,
+                                     const struct zoo_chat_callbacks *callbacks,
+                                     char **out_response_json,
+                                     char **out_error);
+
+/**
  * Sends `message` and returns at once with `*out_chat`. Chats run one at a
  * time in the order sent. `callbacks.on_complete` (if set) runs when it
  * ends; wait, poll or cancel through the handle.

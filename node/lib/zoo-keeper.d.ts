@@ -245,7 +245,7 @@ export interface EventIdentity {
  */
 export type AgentEvent = EventIdentity &
   (
-    | { type: 'chat_started'; message: string }
+    | { type: 'chat_started'; message?: string }
     | { type: 'turn_started'; turn: number }
     | { type: 'turn_finished'; turn: number; usage: Usage }
     | { type: 'tool_call_started'; id: string; name: string; arguments: any }
@@ -373,6 +373,10 @@ export declare class Agent {
    * error when one throws or its Promise rejects.
    */
   chat(message: string, options?: ChatCallbacks): Promise<Response>
+  /** Answers the history as it stands, without a new user message. */
+  continueChat(options?: ChatCallbacks): Promise<Response>
+  /** Drops the last assistant turn and answers the last user message again. */
+  regenerate(options?: ChatCallbacks): Promise<Response>
   stream(message: string, options?: ChatOptions): ChatStream
   /** Cancels the chat in flight; it resolves with stopReason `cancelled`. */
   stop(): void

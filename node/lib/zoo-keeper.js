@@ -260,8 +260,9 @@ class Agent {
    * response). `listens` says which of tokens and events anybody reads:
    * the others are never sent across.
    */
-  #start(message, options, sink, listens = { tokens: true, events: true }) {
-    if (typeof message !== 'string') throw invalid('the message must be a string')
+  #start(message, options, sink, listens = { tokens: true, events: true }, regenerate = false) {
+    // null continues the history as it stands (or regenerates its last answer).
+    if (message !== null && typeof message !== 'string') throw invalid('the message must be a string')
     const { signal, toolChoice, maxTokens, ragContext, maxTurns, maxTotalTokens, maxDurationMs } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('`signal` must be an AbortSignal')
     let finished = false
@@ -303,7 +304,7 @@ class Agent {
         }
       }
     }
-    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null))
+    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null, regenerate))
     if (signal) {
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
@@ -321,6 +322,30 @@ class Agent {
    * (CANCELLED) whose `.response` holds the partial reply.
    */
   chat(message, options) {
+    if (typeof message !== 'string') return Promise.reject(invalid('the message must be a string'))
+    return this.#answer(message, options, false)
+  }
+
+  /**
+   * Answers the history as it stands, without a new user message: after
+   * restoring a conversation that ends with tool results, or after a stop
+   * cut a reply short. Takes `chat`'s options and callbacks; rejects with
+   * INVALID_MESSAGE_SEQUENCE when there is nothing to answer.
+   */
+  continueChat(options) {
+    return this.#answer(null, options, false)
+  }
+
+  /**
+   * Drops the last assistant turn (its replies, tool calls and results)
+   * and answers the last user message again. If the new answer fails, or
+   * is stopped before the model says anything, the old turn stays.
+   */
+  regenerate(options) {
+    return this.#answer(null, options, true)
+  }
+
+  #answer(message, options, regenerate) {
     return new Promise((resolve, reject) => {
       const { onToken, onEvent, ...rest } = checkObject(options, 'chat options')
       if (onToken !== undefined && typeof onToken !== 'function') throw invalid('`onToken` must be a function')
@@ -369,7 +394,7 @@ class Agent {
           }
           if (outstanding === 0) finish()
         },
-      }, { tokens: onToken !== undefined, events: onEvent !== undefined })
+      }, { tokens: onToken !== undefined, events: onEvent !== undefined }, regenerate)
     })
   }
 

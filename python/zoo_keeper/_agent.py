@@ -237,6 +237,47 @@ class Agent:
         )
         return Response.from_json(payload)
 
+    def continue_chat(
+        self,
+        *,
+        on_token: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Event], Any]] = None,
+        **options: Any,
+    ) -> Response:
+        """Answers the history as it stands, without a new user message:
+        after restoring a conversation that ends with tool results, or after
+        a stop cut a reply short. Takes `chat`'s options; raises
+        InvalidMessageSequenceError when there is nothing to answer."""
+        return self._answer(None, False, on_token, on_event, options)
+
+    def regenerate(
+        self,
+        *,
+        on_token: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Event], Any]] = None,
+        **options: Any,
+    ) -> Response:
+        """Drops the last assistant turn (its replies, tool calls and
+        results) and answers the last user message again. If the new answer
+        fails, or is stopped before the model says anything, the old turn
+        stays. Takes `chat`'s options."""
+        return self._answer(None, True, on_token, on_event, options)
+
+    def _answer(
+        self,
+        message: Optional[str],
+        regenerate: bool,
+        on_token: Optional[Callable[[str], Any]],
+        on_event: Optional[Callable[[Event], Any]],
+        options: Dict[str, Any],
+    ) -> Response:
+        unknown = set(options) - _CHAT_OPTIONS
+        if unknown:
+            raise TypeError(f"unexpected chat option(s): {', '.join(sorted(unknown))}")
+        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        payload = self._native.chat(message, on_token, event_cb, regenerate=regenerate, **options)
+        return Response.from_json(payload)
+
     async def chat_async(
         self,
         message: str,
@@ -412,6 +453,10 @@ _BY_CODE = {
     for cls in (getattr(_native, name) for name in dir(_native))
     if isinstance(cls, type) and issubclass(cls, _native.ZooError) and cls is not _native.ZooError
 }
+
+
+# The options every way of starting a chat takes, besides its callbacks.
+_CHAT_OPTIONS = {"tool_choice", "max_tokens", "rag_context", "max_turns", "max_total_tokens", "max_duration_ms"}
 
 
 def _error(code: int, message: str) -> Exception:

@@ -46,7 +46,7 @@ class NativeAgent:
     def mcp_servers_json(self) -> str: ...
     def chat(
         self,
-        message: str,
+        message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
         on_event: Optional[Callable[[str], Any]] = None,
         tool_choice: Optional[str] = None,
@@ -55,10 +55,11 @@ class NativeAgent:
         max_turns: Optional[int] = None,
         max_total_tokens: Optional[int] = None,
         max_duration_ms: Optional[int] = None,
+        regenerate: bool = False,
     ) -> str: ...
     def chat_start(
         self,
-        message: str,
+        message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
         on_event: Optional[Callable[[str], Any]] = None,
         on_complete: Optional[Callable[[int, Any], Any]] = None,
@@ -68,6 +69,7 @@ class NativeAgent:
         max_turns: Optional[int] = None,
         max_total_tokens: Optional[int] = None,
         max_duration_ms: Optional[int] = None,
+        regenerate: bool = False,
     ) -> NativeChat: ...
     def stop(self) -> None: ...
     def steer(self, text: str) -> None: ...

@@ -371,7 +371,10 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
     event_log log = {NULL, 0, 0};
     zoo_chat_callbacks callbacks = {NULL, on_event, NULL, &log, NULL};
     char *out = NULL, *err = NULL;
-    zoo_status status = zoo_agent_chat(agent, message, &options, &callbacks, &out, &err);
+    zoo_status status;
+    if (message) status = zoo_agent_chat(agent, message, &options, &callbacks, &out, &err);
+    else if (jv_ok(jv_get(step, "regenerate"))) status = zoo_agent_regenerate(agent, &options, &callbacks, &out, &err);
+    else status = zoo_agent_continue(agent, &options, &callbacks, &out, &err);
     char path[512];
     snprintf(path, sizeof path, "%s", at);
     bool ok = check_outcome(jv_get(expect, "error"), status, err, at);
@@ -404,7 +407,8 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
 static bool run_step(zoo_agent *agent, jv step, const char *at) {
     char *err = NULL;
     bool ok;
-    if (jv_ok(jv_get(step, "chat"))) return run_chat(agent, step, at);
+    if (jv_ok(jv_get(step, "chat")) || jv_ok(jv_get(step, "continue_chat")) || jv_ok(jv_get(step, "regenerate")))
+        return run_chat(agent, step, at);
     if (jv_ok(jv_get(step, "set_history"))) {
         char *history = jv_text(jv_get(step, "set_history"));
         zoo_status status = zoo_agent_set_history_json(agent, history, &err);

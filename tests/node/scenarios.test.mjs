@@ -104,7 +104,10 @@ async function runChat(agent, step, at) {
   let response
   let error
   try {
-    response = await agent.chat(step.chat, { ...camelize(step.options ?? {}), onEvent: (e) => events.push(e) })
+    const options = { ...camelize(step.options ?? {}), onEvent: (e) => events.push(e) }
+    if ('chat' in step) response = await agent.chat(step.chat, options)
+    else if ('regenerate' in step) response = await agent.regenerate(options)
+    else response = await agent.continueChat(options)
   } catch (e) {
     error = e
   }
@@ -149,7 +152,7 @@ async function runScenario(scenario) {
     }
     for (const [i, step] of (scenario.steps ?? []).entries()) {
       const at = `steps.${i}`
-      if ('chat' in step) await runChat(agent, step, at)
+      if ('chat' in step || 'continue_chat' in step || 'regenerate' in step) await runChat(agent, step, at)
       else if ('set_history' in step) {
         const want = step.expect?.error
         let error

@@ -108,7 +108,13 @@ def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str) -> None:
     events: List[Dict[str, Any]] = []
     options = dict(step.get("options", {}))
     try:
-        response = agent.chat(step["chat"], on_event=lambda e: events.append({"type": e.type, "agent_id": e.agent_id, "chat_id": e.chat_id, "seq": e.seq, **e.data}), **options)
+        if "chat" in step:
+            start = lambda **kw: agent.chat(step["chat"], **kw)  # noqa: E731
+        elif "regenerate" in step:
+            start = agent.regenerate
+        else:
+            start = agent.continue_chat
+        response = start(on_event=lambda e: events.append({"type": e.type, "agent_id": e.agent_id, "chat_id": e.chat_id, "seq": e.seq, **e.data}), **options)
     except zk.ZooError as error:
         check_error(expect.get("error"), error, at)
     else:
@@ -147,7 +153,7 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
                 assert want is None, f"tool {tool['name']}: want the error {want}, got none"
         for i, step in enumerate(scenario.get("steps", [])):
             at = f"steps.{i}"
-            if "chat" in step:
+            if "chat" in step or "continue_chat" in step or "regenerate" in step:
                 run_chat(agent, step, at)
             elif "set_history" in step:
                 want = step.get("expect", {}).get("error")

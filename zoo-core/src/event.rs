@@ -35,8 +35,10 @@ pub struct AgentEvent {
 pub enum EventKind {
     /// The chat began: its user message is about to join the history.
     ChatStarted {
-        /// The user's message.
-        message: String,
+        /// The user's message; absent when the chat continues or
+        /// regenerates from the history as it stands.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     /// A model reply is about to be generated.
     TurnStarted {

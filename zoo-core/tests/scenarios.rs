@@ -167,16 +167,24 @@ fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions,
     Ok(options)
 }
 
+/// A `chat`, `continue_chat` or `regenerate` step.
 fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<(), String> {
-    let message = step["chat"]
-        .as_str()
-        .ok_or(format!("{at}: chat is not a string"))?;
+    let start = |options: ChatOptions| {
+        if let Some(message) = step.get("chat") {
+            let message = message.as_str().unwrap_or_default();
+            agent.chat(message, options)
+        } else if step.get("regenerate").is_some() {
+            agent.regenerate(options)
+        } else {
+            agent.continue_chat(options)
+        }
+    };
     let expect = step.get("expect").cloned().unwrap_or(json!({}));
     let events = Arc::new(Mutex::new(Vec::new()));
     let token = CancelToken::new();
     *current.token.lock().unwrap() = Some(token.clone());
     let result = match options(step, &events) {
-        Ok(options) => agent.chat(message, options.cancel_token(token)).wait(),
+        Ok(options) => start(options.cancel_token(token)).wait(),
         Err(error) => Err(error),
     };
     *current.token.lock().unwrap() = None;
@@ -271,6 +279,8 @@ fn check_format(scenario: &Value) -> Result<(), String> {
             step,
             &[
                 "chat",
+                "continue_chat",
+                "regenerate",
                 "options",
                 "expect",
                 "set_history",
@@ -374,7 +384,10 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
         .enumerate()
     {
         let at = format!("steps.{i}");
-        if step.get("chat").is_some() {
+        if ["chat", "continue_chat", "regenerate"]
+            .iter()
+            .any(|k| step.get(k).is_some())
+        {
             run_chat(&agent, &current, step, &at)?;
         } else if let Some(messages) = step.get("set_history") {
             let messages: Vec<Message> =

@@ -234,6 +234,64 @@ pub extern "C" fn zoo_agent_chat(
     })
 }
 
+/// Answers the history as it stands, without a new user message (after
+/// `zoo_agent_set_history_json` restored a conversation that ends with tool
+/// results, or after a stop cut a reply short), and blocks like
+/// `zoo_agent_chat`, with the same options, callbacks, outputs and errors.
+/// `ZOO_INVALID_MESSAGE_SEQUENCE` when there is nothing to answer (an
+/// empty history, a call without its result).
+#[no_mangle]
+pub extern "C" fn zoo_agent_continue(
+    agent: *const zoo_agent,
+    options: *const zoo_chat_options,
+    callbacks: *const zoo_chat_callbacks,
+    out_response_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    let data = callbacks_data(callbacks);
+    guard(out_error, move || {
+        let out = out_arg(out_response_json, "out_response_json")?;
+        let agent = blocking_agent(agent, "zoo_agent_continue")?;
+        let options = chat_options(options, callbacks, data, false)?;
+        out.write(response_json(agent.continue_chat(options).wait())?);
+        Ok(())
+    })
+}
+
+/// Drops the last assistant turn (its replies, tool calls and results) and
+/// answers the last user message again, blocking like `zoo_agent_chat`. If
+/// the new answer fails, or is stopped before the model says anything, the
+/// old turn stays. `ZOO_INVALID_MESSAGE_SEQUENCE` without a user message.
+#[no_mangle]
+pub extern "C" fn zoo_agent_regenerate(
+    agent: *const zoo_agent,
+    options: *const zoo_chat_options,
+    callbacks: *const zoo_chat_callbacks,
+    out_response_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    let data = callbacks_data(callbacks);
+    guard(out_error, move || {
+        let out = out_arg(out_response_json, "out_response_json")?;
+        let agent = blocking_agent(agent, "zoo_agent_regenerate")?;
+        let options = chat_options(options, callbacks, data, false)?;
+        out.write(response_json(agent.regenerate(options).wait())?);
+        Ok(())
+    })
+}
+
+/// The agent of a blocking call, refused from the agent's own callbacks
+/// and tools (the call would wait for itself).
+fn blocking_agent<'a>(agent: *const zoo_agent, function: &str) -> FfiResult<&'a zoo_core::Agent> {
+    let agent = &handle_arg(agent, "agent")?.agent;
+    if agent.on_inference_thread() {
+        return Err(Error::InvalidArgument(format!(
+            "{function} cannot be called from this agent's own callbacks (it would wait for itself)"
+        )));
+    }
+    Ok(agent)
+}
+
 /// An asynchronous chat. Free it with `zoo_chat_free` (which does not
 /// cancel the chat). Its functions may be called from any thread.
 pub struct zoo_chat {

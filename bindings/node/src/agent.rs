@@ -163,12 +163,12 @@ impl NativeAgent {
     // The generator would type `drain` as taking one `Batch`; it is called
     // with the batch's two arrays as separate arguments.
     #[napi(
-        ts_args_type = "message: string, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null"
+        ts_args_type = "message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn chat(
         &self,
-        message: String,
+        message: Option<String>,
         drain: Function<'_, Batch, ()>,
         with_tokens: bool,
         with_events: bool,
@@ -178,6 +178,7 @@ impl NativeAgent {
         max_turns: Option<f64>,
         max_total_tokens: Option<f64>,
         max_duration_ms: Option<f64>,
+        regenerate: Option<bool>,
     ) -> napi::Result<NativeChat> {
         let agent = self.agent()?;
         let mut options = ChatOptions::new();
@@ -231,9 +232,14 @@ impl NativeAgent {
             let done = result.as_ref().map(Response::to_json).map_err(Clone::clone);
             outbox.lock().push(Item::Done(done));
         });
-        Ok(NativeChat {
-            handle: agent.chat(message, options),
-        })
+        // Without a message: continue the history as it stands, or answer
+        // its last user message again.
+        let handle = match (message, regenerate.unwrap_or(false)) {
+            (Some(message), _) => agent.chat(message, options),
+            (None, true) => agent.regenerate(options),
+            (None, false) => agent.continue_chat(options),
+        };
+        Ok(NativeChat { handle })
     }
 
     /// Cancels the chat in flight; it ends as `cancelled` within ~100 ms.

@@ -117,6 +117,21 @@ impl NativeAgent {
     }
 }
 
+/// Starts a chat: on `message`, or without one to continue the history
+/// as it stands or (`regenerate`) to answer its last user message again.
+fn start(
+    agent: &Agent,
+    message: Option<String>,
+    regenerate: bool,
+    options: ChatOptions,
+) -> ChatHandle {
+    match (message, regenerate) {
+        (Some(message), _) => agent.chat(message, options),
+        (None, true) => agent.regenerate(options),
+        (None, false) => agent.continue_chat(options),
+    }
+}
+
 /// A chat's own limits, as Python passes them (`None` keeps the agent's).
 #[derive(Default)]
 struct ChatLimits {
@@ -258,12 +273,12 @@ impl NativeAgent {
     /// Chats and blocks (GIL released) until the reply is complete; returns
     /// the response JSON. An exception in a callback stops the chat and is
     /// raised here; Ctrl-C cancels the chat and raises KeyboardInterrupt.
-    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false))]
     #[allow(clippy::too_many_arguments)]
     fn chat(
         &self,
         py: Python<'_>,
-        message: String,
+        message: Option<String>,
         on_token: Option<Py<PyAny>>,
         on_event: Option<Py<PyAny>>,
         tool_choice: Option<String>,
@@ -272,6 +287,7 @@ impl NativeAgent {
         max_turns: Option<i64>,
         max_total_tokens: Option<i64>,
         max_duration_ms: Option<i64>,
+        regenerate: bool,
     ) -> PyResult<String> {
         let agent = self.agent()?;
         if agent.on_inference_thread() {
@@ -295,7 +311,7 @@ impl NativeAgent {
             &cancel,
             &failed,
         )?;
-        let handle = agent.chat(message, options);
+        let handle = start(&agent, message, regenerate, options);
         let result = wait_interruptibly(py, &handle)?;
         if let Some(error) = failed.take() {
             return Err(error);
@@ -306,11 +322,11 @@ impl NativeAgent {
     /// Starts a chat and returns at once. `on_complete(code, text)` runs on
     /// the inference thread when it ends: code 0 with the response JSON, or
     /// an error code with the message.
-    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false))]
     #[allow(clippy::too_many_arguments)]
     fn chat_start(
         &self,
-        message: String,
+        message: Option<String>,
         on_token: Option<Py<PyAny>>,
         on_event: Option<Py<PyAny>>,
         on_complete: Option<Py<PyAny>>,
@@ -320,6 +336,7 @@ impl NativeAgent {
         max_turns: Option<i64>,
         max_total_tokens: Option<i64>,
         max_duration_ms: Option<i64>,
+        regenerate: bool,
     ) -> PyResult<NativeChat> {
         let agent = self.agent()?;
         let cancel = CancelToken::new();
@@ -356,7 +373,7 @@ impl NativeAgent {
             });
         }
         Ok(NativeChat {
-            handle: agent.chat(message, options),
+            handle: start(&agent, message, regenerate, options),
             failed,
         })
     }

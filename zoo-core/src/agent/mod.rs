@@ -13,6 +13,7 @@ pub use handle::ChatHandle;
 
 use crate::backend::Backend;
 use crate::config::Config;
+use crate::engine::agentic_loop::ChatInput;
 use crate::engine::completion::Completion;
 use crate::engine::worker::{self, ChatJob, Job, Shared};
 use crate::error::{Error, Result};
@@ -221,7 +222,26 @@ impl Agent {
 
     /// Sends a message; returns at once with a handle to the reply. Chats
     /// run one at a time, in the order they were sent.
-    pub fn chat(&self, message: impl Into<String>, mut options: ChatOptions) -> ChatHandle {
+    pub fn chat(&self, message: impl Into<String>, options: ChatOptions) -> ChatHandle {
+        self.submit(ChatInput::Message(message.into()), options)
+    }
+
+    /// Answers the history as it stands, without a new user message: after
+    /// a restore that ends in tool results, or after a stop cut a reply
+    /// short. Events and results as for [`chat`](Self::chat); the chat fails
+    /// with `invalid_message_sequence` when there is nothing to answer.
+    pub fn continue_chat(&self, options: ChatOptions) -> ChatHandle {
+        self.submit(ChatInput::Continue, options)
+    }
+
+    /// Drops the last assistant turn (its replies, tool calls and results)
+    /// and answers the last user message again. If the new answer fails or
+    /// is stopped before the model says anything, the old turn stays.
+    pub fn regenerate(&self, options: ChatOptions) -> ChatHandle {
+        self.submit(ChatInput::Regenerate, options)
+    }
+
+    fn submit(&self, input: ChatInput, mut options: ChatOptions) -> ChatHandle {
         let cancel = options.cancel.take().unwrap_or_default();
         let completion = Completion::new();
         let handle = ChatHandle {
@@ -230,7 +250,7 @@ impl Agent {
         };
         let job = ChatJob {
             chat_id: self.shared.new_chat_id(),
-            message: message.into(),
+            input,
             options,
             cancel,
             completion,

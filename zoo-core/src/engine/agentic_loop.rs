@@ -77,11 +77,30 @@ pub struct TurnSettings {
     pub tool_execution: ToolExecution,
 }
 
+/// What starts a chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatInput {
+    /// A new user message, stored in the history.
+    Message(String),
+    /// No new message: answer the history as it stands (it ends with a user
+    /// message, tool results, or a reply that was cut short).
+    Continue,
+    /// Drop the last assistant turn (its replies, calls and results) and
+    /// answer the last user message again.
+    Regenerate,
+}
+
+impl Default for ChatInput {
+    fn default() -> Self {
+        ChatInput::Message(String::new())
+    }
+}
+
 /// What the caller sends: the message and this turn's ephemeral context.
 #[derive(Debug, Clone, Default)]
 pub struct TurnInput {
-    /// The user's message, stored in the history.
-    pub message: String,
+    /// How the chat starts.
+    pub input: ChatInput,
     /// Retrieved context shown to the model for this turn only, never stored.
     pub rag_context: Option<String>,
 }
@@ -213,7 +232,7 @@ impl Turn<'_, '_> {
     fn run(&mut self, input: TurnInput) -> Result<Response> {
         // 1. Format: the user message joins the history; `turn_start` marks
         //    the chat's first message, which pruning never touches.
-        self.turn_start = self.add_user_message(input.message)?;
+        self.turn_start = self.start(&input.input)?;
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
@@ -280,6 +299,29 @@ impl Turn<'_, '_> {
                 _ => {}
             }
             text = content;
+        }
+    }
+
+    /// Puts the chat's start in the history and returns where the current
+    /// exchange begins: the new user message, or for a continue or a
+    /// regenerate the last user message (kept through pruning).
+    fn start(&mut self, input: &ChatInput) -> Result<usize> {
+        let last_user = self.history.last_user_index();
+        match input {
+            ChatInput::Message(text) => self.add_user_message(text.clone()),
+            ChatInput::Continue => {
+                self.history.check_can_answer()?;
+                Ok(last_user.unwrap_or(self.history.len()))
+            }
+            ChatInput::Regenerate => {
+                let Some(index) = last_user else {
+                    return Err(Error::InvalidMessageSequence(
+                        "there is no user message to answer again".into(),
+                    ));
+                };
+                self.history.truncate(index + 1);
+                Ok(index)
+            }
         }
     }
 

@@ -172,6 +172,29 @@ impl History {
             .collect()
     }
 
+    /// Where the last user message is (after the system prompt).
+    pub fn last_user_index(&self) -> Option<usize> {
+        self.entries
+            .iter()
+            .rposition(|e| e.message.role == Role::User)
+    }
+
+    /// Checks that the model can answer the history as it stands: there is
+    /// something to answer, and no call waits for its result.
+    pub fn check_can_answer(&self) -> Result<()> {
+        if let Some(id) = self.unanswered_calls().first() {
+            return Err(Error::InvalidMessageSequence(format!(
+                "tool call `{id}` has no result yet; add its tool message first"
+            )));
+        }
+        if self.entries.is_empty() {
+            return Err(Error::InvalidMessageSequence(
+                "there is nothing to continue: the history has no messages".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The role of the last message after the system prompt.
     pub fn last_role(&self) -> Option<Role> {
         self.entries.last().map(|e| e.message.role)

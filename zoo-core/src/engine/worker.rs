@@ -9,7 +9,7 @@ use std::thread::ThreadId;
 
 use parking_lot::Mutex;
 
-use super::agentic_loop::{run_turn, Callbacks, TurnInput, TurnSettings};
+use super::agentic_loop::{run_turn, Callbacks, ChatInput, TurnInput, TurnSettings};
 use super::completion::Completion;
 use super::history::History;
 use super::limits::Limits;
@@ -31,7 +31,7 @@ use crate::tools::registry::ToolRegistry;
 pub(crate) struct ChatJob {
     /// The chat's id in its agent, stamped on its events.
     pub chat_id: u64,
-    pub message: String,
+    pub input: ChatInput,
     pub options: ChatOptions,
     pub cancel: CancelToken,
     pub completion: Arc<Completion<Result<Response>>>,
@@ -178,14 +178,14 @@ fn run_chat(
 ) {
     let ChatJob {
         chat_id,
-        message,
+        input,
         mut options,
         cancel,
         completion,
     } = job;
     let job_completion = ChatJob {
         chat_id,
-        message: String::new(),
+        input: ChatInput::Continue,
         options: ChatOptions {
             on_complete: options.on_complete.take(),
             ..ChatOptions::default()
@@ -202,9 +202,11 @@ fn run_chat(
         chat_id,
         next_seq: 0,
     };
-    callbacks.event(EventKind::ChatStarted {
-        message: message.clone(),
-    });
+    let message = match &input {
+        ChatInput::Message(text) => Some(text.clone()),
+        ChatInput::Continue | ChatInput::Regenerate => None,
+    };
+    callbacks.event(EventKind::ChatStarted { message });
     let result = if cancel.is_cancelled() {
         match cancel.abort_reason() {
             Some(reason) => Err(Error::Cancelled(reason)),
@@ -216,10 +218,7 @@ fn run_chat(
             status.state = AgentState::Processing;
             status.current = Some(cancel.clone());
         }
-        let input = TurnInput {
-            message,
-            rag_context,
-        };
+        let input = TurnInput { input, rag_context };
         let result = run_turn(
             backend,
             history,

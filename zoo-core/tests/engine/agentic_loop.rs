@@ -309,7 +309,7 @@ fn ta_010_streaming_callback_invoked_for_each_token() {
     assert_eq!(
         events[0].kind,
         EventKind::ChatStarted {
-            message: "count".into()
+            message: Some("count".into())
         }
     );
     assert_eq!(events[1].kind, EventKind::TurnStarted { turn: 1 });
