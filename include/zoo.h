@@ -210,7 +210,7 @@ typedef void (*zoo_token_fn)(void *user_data,
  * `type` (`chat_started`, `turn_started`, `turn_finished`,
  * `tool_call_started`, `tool_call_finished`, `tool_error`,
  * `history_compacted`, `steering_received`, `follow_up_started`,
- * `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
+ * `input_rejected`, `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
  * of the event, and the fields of its type. `chat_started` comes first and
  * `chat_finished` last. Runs on the inference thread; valid only during
  * the call.

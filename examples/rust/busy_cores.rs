@@ -16,7 +16,9 @@ const PROMPT: &str = "Write a long story about a dragon who learns to cook.";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).ok_or("usage: busy_cores MODEL [ROUNDS] [TOKENS]")?;
+    let path = args
+        .get(1)
+        .ok_or("usage: busy_cores MODEL [ROUNDS] [TOKENS]")?;
     let rounds: usize = args.get(2).map_or(Ok(3), |r| r.parse())?;
     let tokens: u32 = args.get(3).map_or(Ok(128), |t| t.parse())?;
     let cores = std::thread::available_parallelism()?.get() as u32;

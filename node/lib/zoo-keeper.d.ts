@@ -214,7 +214,7 @@ export interface Metrics {
   iterations: number
 }
 
-export type StopReason = 'stop' | 'length' | 'tool_limit' | 'limit' | 'cancelled' | 'error'
+export type StopReason = 'stop' | 'length' | 'tool_limit' | 'limit' | 'rejected' | 'cancelled' | 'error'
 
 /** How many queued steering or follow-up messages are taken at once. */
 export type QueueMode = 'one_at_a_time' | 'all'
@@ -254,6 +254,7 @@ export type AgentEvent = EventIdentity &
     | { type: 'history_compacted'; removed: Message[] }
     | { type: 'steering_received'; message: string }
     | { type: 'follow_up_started'; message: string }
+    | { type: 'input_rejected'; reason: string }
     | { type: 'limit_reached'; limit: 'max_turns' | 'max_total_tokens' | 'max_duration_ms'; value: number }
     | { type: 'chat_finished'; stopReason: StopReason; usage: Usage }
   )

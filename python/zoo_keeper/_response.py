@@ -88,7 +88,7 @@ class Event:
     """A progress event of a chat. `type` is one of "chat_started",
     "turn_started", "turn_finished", "tool_call_started", "tool_call_finished",
     "tool_error", "history_compacted", "steering_received", "follow_up_started",
-    "limit_reached" or "chat_finished" ("chat_started" comes first and
+    "input_rejected", "limit_reached" or "chat_finished" ("chat_started" comes first and
     "chat_finished" last); `agent_id`, `chat_id` and `seq` say whose event it
     is and its place in the chat; `data` holds the fields of its type."""
 

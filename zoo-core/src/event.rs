@@ -95,6 +95,12 @@ pub enum EventKind {
         /// The message.
         message: String,
     },
+    /// An input filter rejected the user's message; the chat ends with stop
+    /// reason `rejected` and the history is unchanged.
+    InputRejected {
+        /// Why, as the filter said.
+        reason: String,
+    },
     /// A limit of the chat was reached; the chat ends with stop reason `limit`.
     LimitReached {
         /// Which: `max_turns`, `max_total_tokens` or `max_duration_ms`.

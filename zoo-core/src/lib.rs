@@ -29,6 +29,7 @@ pub use backend::remote::{MaxTokensField, OpenAiProvider, RemoteBackend};
 pub use backend::Backend;
 pub use cancel::CancelToken;
 pub use config::{Config, QueueMode, TemplateChoice, ToolChoice, ToolExecution};
+pub use engine::hooks::{Hooks, InputDecision, ToolCallDecision, TurnDecision};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{AgentEvent, EventKind};
 pub use mcp::{HttpTransport, McpClient, McpServerInfo, McpTransport, StdioTransport};

@@ -18,6 +18,9 @@ pub enum StopReason {
     /// A limit of the chat (`max_turns`, `max_total_tokens`,
     /// `max_duration_ms`) was reached; the `limit_reached` event says which.
     Limit,
+    /// An input filter rejected the user's message; nothing was decoded
+    /// and the history is unchanged.
+    Rejected,
     /// The chat was cancelled; the text is what was generated until then.
     Cancelled,
     /// The chat failed; see the error.

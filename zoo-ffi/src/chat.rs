@@ -24,7 +24,7 @@ pub type zoo_token_fn =
 /// `type` (`chat_started`, `turn_started`, `turn_finished`,
 /// `tool_call_started`, `tool_call_finished`, `tool_error`,
 /// `history_compacted`, `steering_received`, `follow_up_started`,
-/// `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
+/// `input_rejected`, `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
 /// of the event, and the fields of its type. `chat_started` comes first and
 /// `chat_finished` last. Runs on the inference thread; valid only during
 /// the call.

@@ -15,6 +15,7 @@ use crate::backend::Backend;
 use crate::config::Config;
 use crate::engine::agentic_loop::ChatInput;
 use crate::engine::completion::Completion;
+use crate::engine::hooks::Hooks;
 use crate::engine::worker::{self, ChatJob, Job, Shared};
 use crate::error::{Error, Result};
 use crate::mcp::federation::McpServers;
@@ -295,6 +296,12 @@ impl Agent {
     /// Drops every queued steering and follow-up message.
     pub fn clear_queues(&self) {
         self.shared.queues.clear();
+    }
+
+    /// Sets the hooks every chat runs (a chat's own, given in its options,
+    /// win); `None` removes them. Chats that already started keep theirs.
+    pub fn set_hooks(&self, hooks: Option<std::sync::Arc<dyn Hooks>>) {
+        *self.shared.hooks.lock() = hooks;
     }
 
     /// Adds a tool (replacing one of the same name). Chats in progress see it

@@ -29,11 +29,13 @@
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::history::History;
+use super::hooks::{self, Hooks, InputDecision, ToolCallDecision, TurnDecision};
 use super::limits::{LimitHit, Limits};
 use super::steering::{MessageQueues, QueueMode};
 use super::stream_filter::StreamFilter;
@@ -119,6 +121,8 @@ pub struct Callbacks<'a> {
     pub chat_id: u64,
     /// The next event's `seq`.
     pub next_seq: u64,
+    /// The chat's hooks (its own, or the agent's).
+    pub hooks: Option<Arc<dyn Hooks>>,
 }
 
 impl Callbacks<'_> {
@@ -232,7 +236,11 @@ impl Turn<'_, '_> {
     fn run(&mut self, input: TurnInput) -> Result<Response> {
         // 1. Format: the user message joins the history; `turn_start` marks
         //    the chat's first message, which pruning never touches.
-        self.turn_start = self.start(&input.input)?;
+        let start = match self.filter_input(input.input) {
+            Ok(start) => start,
+            Err(reason) => return Ok(self.rejected(reason)),
+        };
+        self.turn_start = self.start(&start)?;
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
@@ -243,6 +251,9 @@ impl Turn<'_, '_> {
             }
             if let Some(hit) = self.limit_reached() {
                 return Ok(self.end_at_limit(hit, text));
+            }
+            if self.before_turn() == TurnDecision::End {
+                return Ok(self.finish(text, StopReason::Stop));
             }
             self.take_steering()?;
             let definitions = self.visible_tools(&tool_choice)?;
@@ -323,6 +334,47 @@ impl Turn<'_, '_> {
                 Ok(index)
             }
         }
+    }
+
+    /// Runs the input filter on a new user message: the message to store
+    /// (with a warning appended), or the reason it was rejected. A failing
+    /// filter rejects.
+    fn filter_input(&self, input: ChatInput) -> std::result::Result<ChatInput, String> {
+        let (Some(hooks), ChatInput::Message(text)) = (&self.callbacks.hooks, &input) else {
+            return Ok(input);
+        };
+        match hooks.filter_input(text) {
+            Ok(InputDecision::Pass) => Ok(input),
+            Ok(InputDecision::Warn { warning }) => {
+                Ok(ChatInput::Message(format!("{text}\n\n{warning}")))
+            }
+            Ok(InputDecision::Reject { reason }) => Err(reason),
+            Err(message) => {
+                hooks::report_failure(hooks.as_ref(), "filter_input", &message);
+                Err(format!("the input filter failed: {message}"))
+            }
+        }
+    }
+
+    /// Ends a chat whose message an input filter rejected: nothing was
+    /// decoded and the history is unchanged.
+    fn rejected(&mut self, reason: String) -> Response {
+        self.callbacks.event(EventKind::InputRejected { reason });
+        self.finish(String::new(), StopReason::Rejected)
+    }
+
+    /// Asks the `before_turn` hook whether to generate the next reply; a
+    /// failing hook changes nothing.
+    fn before_turn(&self) -> TurnDecision {
+        let Some(hooks) = &self.callbacks.hooks else {
+            return TurnDecision::Continue;
+        };
+        hooks
+            .before_turn(self.metrics.iterations + 1)
+            .unwrap_or_else(|message| {
+                hooks::report_failure(hooks.as_ref(), "before_turn", &message);
+                TurnDecision::Continue
+            })
     }
 
     /// The first limit of the chat it has reached, if any.
@@ -597,6 +649,11 @@ impl Turn<'_, '_> {
         let turn = self.metrics.iterations;
         self.callbacks.event(EventKind::TurnStarted { turn });
         let generation = self.generate(tools, tool_choice, rag_context);
+        if let (Ok(reply), Some(hooks)) = (&generation, &self.callbacks.hooks) {
+            if let Err(message) = hooks.after_turn(turn, &reply.text) {
+                hooks::report_failure(hooks.as_ref(), "after_turn", &message);
+            }
+        }
         let usage = generation.as_ref().map_or(Usage::default(), |g| Usage {
             prompt_tokens: g.prompt_tokens,
             cached_tokens: g.cached_tokens,
@@ -622,6 +679,7 @@ impl Turn<'_, '_> {
             let question = &messages[index].content;
             messages[index].content = format!("Context:\n{context}\n\n{question}");
         }
+        let messages = self.transform_context(messages);
         let request = GenerateRequest {
             messages: &messages,
             tools,
@@ -667,6 +725,20 @@ impl Turn<'_, '_> {
         Ok(generation)
     }
 
+    /// The messages as the `transform_context` hook edits them for this
+    /// reply; a failing hook changes nothing.
+    fn transform_context(&self, messages: Vec<Message>) -> Vec<Message> {
+        let Some(hooks) = &self.callbacks.hooks else {
+            return messages;
+        };
+        hooks
+            .transform_context(messages.clone())
+            .unwrap_or_else(|message| {
+                hooks::report_failure(hooks.as_ref(), "transform_context", &message);
+                messages
+            })
+    }
+
     /// The reply's token limit: `max_tokens`, or less when the chat's token
     /// budget leaves less.
     fn reply_limit(&self) -> Option<u32> {
@@ -684,24 +756,72 @@ impl Turn<'_, '_> {
     /// `lane`; a call that cannot run (an unknown tool, bad arguments) is
     /// settled at once.
     fn begin(&mut self, lane: usize, call: &ToolCall, parsed: &ParsedCall) -> Launched {
+        let arguments = match self.before_tool_call(call) {
+            ToolCallDecision::Allow => parsed.arguments.clone(),
+            ToolCallDecision::Rewrite { arguments } => arguments,
+            ToolCallDecision::Deny { reason } => {
+                self.callbacks.event(EventKind::ToolCallStarted {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+                let denied = Error::ToolHandlerFailed {
+                    tool: call.name.clone(),
+                    message: format!("the call was denied: {reason}"),
+                };
+                return Launched {
+                    started: Instant::now(),
+                    run: Launch::Settled(Err(denied)),
+                };
+            }
+        };
         self.callbacks.event(EventKind::ToolCallStarted {
             id: call.id.clone(),
             name: call.name.clone(),
-            arguments: call.arguments.clone(),
+            arguments: arguments.clone(),
         });
         let started = Instant::now();
         let run = match self.tools.get(&parsed.name) {
             None => Launch::Settled(Err(Error::ToolNotFound(parsed.name.clone()))),
-            Some(tool) => match tool.validate(&parsed.arguments) {
+            Some(tool) => match tool.validate(&arguments) {
                 Err(error) => Launch::Settled(Err(error)),
                 Ok(()) => Launch::Running(
-                    self.runner
-                        .start(lane, &tool, parsed.arguments.clone(), self.cancel),
+                    self.runner.start(lane, &tool, arguments, self.cancel),
                     tool.time_limit(),
                 ),
             },
         };
         Launched { started, run }
+    }
+
+    /// Asks the `before_tool_call` hook about a call; a failing hook denies it.
+    fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+        let Some(hooks) = &self.callbacks.hooks else {
+            return ToolCallDecision::Allow;
+        };
+        hooks.before_tool_call(call).unwrap_or_else(|message| {
+            hooks::report_failure(hooks.as_ref(), "before_tool_call", &message);
+            ToolCallDecision::Deny {
+                reason: format!("the before_tool_call hook failed: {message}"),
+            }
+        })
+    }
+
+    /// The result the model reads: the `after_tool_call` hook may replace
+    /// it; a failing hook changes nothing.
+    fn after_tool_call(&self, call: &ToolCall, outcome: Result<Value>) -> Result<Value> {
+        let Some(hooks) = &self.callbacks.hooks else {
+            return outcome;
+        };
+        let seen = outcome.clone().map_err(|e| e.to_string());
+        match hooks.after_tool_call(call, &seen) {
+            Ok(Some(replacement)) => Ok(replacement),
+            Ok(None) => outcome,
+            Err(message) => {
+                hooks::report_failure(hooks.as_ref(), "after_tool_call", &message);
+                outcome
+            }
+        }
     }
 
     /// Waits for a started call, then injects its result or error.
@@ -727,6 +847,7 @@ impl Turn<'_, '_> {
                 return Ok(CallOutcome::Abandoned);
             }
         };
+        let outcome = self.after_tool_call(call, outcome);
         let duration_ms = ms(launched.started.elapsed());
         let (result, error) = match &outcome {
             Ok(value) => (Some(value.clone()), None),

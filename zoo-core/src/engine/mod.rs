@@ -4,6 +4,7 @@
 pub mod agentic_loop;
 pub(crate) mod completion;
 pub mod history;
+pub mod hooks;
 pub mod limits;
 pub mod options;
 pub mod queue;

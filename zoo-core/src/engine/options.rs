@@ -2,6 +2,7 @@
 
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
+use crate::engine::hooks::Hooks;
 use crate::error::Result;
 use crate::event::AgentEvent;
 use crate::response::Response;
@@ -36,6 +37,8 @@ pub struct ChatOptions {
     pub max_total_tokens: Option<u64>,
     /// Overrides the agent's `max_duration_ms` for this chat (0 keeps the agent's).
     pub max_duration_ms: Option<u64>,
+    /// Overrides the agent's hooks for this chat.
+    pub hooks: Option<std::sync::Arc<dyn Hooks>>,
 }
 
 impl std::fmt::Debug for ChatOptions {
@@ -110,6 +113,12 @@ impl ChatOptions {
     /// Overrides the chat's time limit in milliseconds (0 keeps the agent's).
     pub fn max_duration_ms(mut self, max_duration_ms: u64) -> Self {
         self.max_duration_ms = Some(max_duration_ms);
+        self
+    }
+
+    /// Runs these hooks in this chat instead of the agent's.
+    pub fn hooks(mut self, hooks: std::sync::Arc<dyn Hooks>) -> Self {
+        self.hooks = Some(hooks);
         self
     }
 

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use super::agentic_loop::{run_turn, Callbacks, ChatInput, TurnInput, TurnSettings};
 use super::completion::Completion;
 use super::history::History;
+use super::hooks::Hooks;
 use super::limits::Limits;
 use super::options::ChatOptions;
 use super::queue::RequestQueue;
@@ -65,6 +66,8 @@ pub(crate) struct Shared {
     pub next_chat_id: AtomicU64,
     /// Messages sent with `steer()` and `follow_up()`.
     pub queues: MessageQueues,
+    /// The agent's hooks, for chats that bring none of their own.
+    pub hooks: Mutex<Option<Arc<dyn Hooks>>>,
     pub config: Config,
     pub queue: RequestQueue<Job>,
     /// Shared with MCP federation, which registers and withdraws tools.
@@ -91,6 +94,7 @@ impl Shared {
             agent_id: NEXT_AGENT_ID.fetch_add(1, Ordering::Relaxed),
             next_chat_id: AtomicU64::new(1),
             queues: MessageQueues::default(),
+            hooks: Mutex::new(None),
             config,
             queue: RequestQueue::new(),
             tools: Arc::new(ToolRegistry::new()),
@@ -201,6 +205,7 @@ fn run_chat(
         agent_id: shared.agent_id,
         chat_id,
         next_seq: 0,
+        hooks: options.hooks.take().or_else(|| shared.hooks.lock().clone()),
     };
     let message = match &input {
         ChatInput::Message(text) => Some(text.clone()),
@@ -238,6 +243,9 @@ fn run_chat(
         }
         result
     };
+    if let (Err(error), Some(hooks)) = (&result, &callbacks.hooks) {
+        hooks.on_error(error);
+    }
     let (stop_reason, usage) = match &result {
         Ok(response) => (response.stop_reason, response.usage),
         Err(e) if e.code() == ErrorCode::Cancelled => (StopReason::Cancelled, Usage::default()),

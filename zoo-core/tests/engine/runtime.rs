@@ -432,3 +432,208 @@ fn a_call_past_its_time_limit_is_a_tool_error_and_the_chat_goes_on() {
     );
     drop(release);
 }
+
+/// Hooks for the tests below, each point scripted.
+#[derive(Default)]
+struct Scripted {
+    filter: Option<zoo_core::InputDecision>,
+    end_before_turn: Option<u32>,
+    tool_call: Option<zoo_core::ToolCallDecision>,
+    replace_result: Option<serde_json::Value>,
+    fail_every_hook: bool,
+    seen_turns: Mutex<Vec<(u32, String)>>,
+    errors: Mutex<Vec<String>>,
+}
+
+impl zoo_core::Hooks for Scripted {
+    fn filter_input(&self, _message: &str) -> Result<zoo_core::InputDecision, String> {
+        if self.fail_every_hook {
+            return Err("filter broke".into());
+        }
+        Ok(self.filter.clone().unwrap_or_default())
+    }
+    fn before_turn(&self, turn: u32) -> Result<zoo_core::TurnDecision, String> {
+        if self.fail_every_hook {
+            return Err("before_turn broke".into());
+        }
+        Ok(match self.end_before_turn {
+            Some(at) if at == turn => zoo_core::TurnDecision::End,
+            _ => zoo_core::TurnDecision::Continue,
+        })
+    }
+    fn after_turn(&self, turn: u32, text: &str) -> Result<(), String> {
+        self.seen_turns
+            .lock()
+            .unwrap()
+            .push((turn, text.to_string()));
+        Ok(())
+    }
+    fn before_tool_call(
+        &self,
+        _call: &zoo_core::ToolCall,
+    ) -> Result<zoo_core::ToolCallDecision, String> {
+        if self.fail_every_hook {
+            return Err("veto broke".into());
+        }
+        Ok(self.tool_call.clone().unwrap_or_default())
+    }
+    fn after_tool_call(
+        &self,
+        _call: &zoo_core::ToolCall,
+        _outcome: &Result<serde_json::Value, String>,
+    ) -> Result<Option<serde_json::Value>, String> {
+        Ok(self.replace_result.clone())
+    }
+    fn transform_context(
+        &self,
+        mut messages: Vec<zoo_core::Message>,
+    ) -> Result<Vec<zoo_core::Message>, String> {
+        if let Some(last) = messages.last_mut() {
+            last.content.push_str(" [seen by transform_context]");
+        }
+        Ok(messages)
+    }
+    fn on_error(&self, error: &zoo_core::Error) {
+        self.errors.lock().unwrap().push(error.to_string());
+    }
+}
+
+#[test]
+fn a_rejecting_input_filter_ends_the_chat_before_anything_is_decoded() {
+    let mock = MockBackend::new();
+    let agent = agent_on(&mock);
+    let hooks = Arc::new(Scripted {
+        filter: Some(zoo_core::InputDecision::Reject {
+            reason: "no secrets".into(),
+        }),
+        ..Scripted::default()
+    });
+    let (events, options) = recorder();
+    let response = agent
+        .chat("my password is hunter2", options.hooks(hooks))
+        .wait()
+        .unwrap();
+    assert_eq!(response.stop_reason, StopReason::Rejected);
+    assert!(agent.history().is_empty());
+    assert_eq!(mock.call_count(), 0);
+    let events = events.lock().unwrap();
+    assert_well_formed(&events, StopReason::Rejected);
+    assert!(events.iter().any(|e| e.kind
+        == EventKind::InputRejected {
+            reason: "no secrets".into()
+        }));
+}
+
+#[test]
+fn a_warning_filter_appends_to_the_message_and_transform_context_edits_only_the_request() {
+    let mock = MockBackend::with_script([MockReply::text("ok")]);
+    let agent = agent_on(&mock);
+    agent.set_hooks(Some(Arc::new(Scripted {
+        filter: Some(zoo_core::InputDecision::Warn {
+            warning: "(be careful)".into(),
+        }),
+        ..Scripted::default()
+    })));
+    agent.chat("delete it", ChatOptions::new()).wait().unwrap();
+    assert_eq!(agent.history()[0].content, "delete it\n\n(be careful)");
+    let sent = &mock.calls()[0].messages;
+    assert_eq!(
+        sent.last().unwrap().content,
+        "delete it\n\n(be careful) [seen by transform_context]"
+    );
+}
+
+#[test]
+fn before_tool_call_denies_or_rewrites_and_after_tool_call_replaces_results() {
+    let mock = MockBackend::with_script([
+        MockReply::tool_call("get_weather", json!({"city": "Rome"})),
+        MockReply::text("denied"),
+        MockReply::tool_call("get_weather", json!({"city": "Rome"})),
+        MockReply::text("rewritten"),
+    ]);
+    let agent = agent_on(&mock);
+    let cities = Arc::new(Mutex::new(Vec::new()));
+    let seen = cities.clone();
+    agent.register_tool(
+        Tool::new("get_weather", "weather", json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}), move |args| {
+            seen.lock().unwrap().push(args["city"].clone());
+            Ok(json!("sunny"))
+        })
+        .unwrap(),
+    );
+    let deny = Arc::new(Scripted {
+        tool_call: Some(zoo_core::ToolCallDecision::Deny {
+            reason: "not today".into(),
+        }),
+        ..Scripted::default()
+    });
+    let response = agent
+        .chat("weather?", ChatOptions::new().hooks(deny))
+        .wait()
+        .unwrap();
+    assert_eq!(
+        response.tool_calls[0].error.as_deref(),
+        Some("tool `get_weather` failed: the call was denied: not today")
+    );
+    assert!(cities.lock().unwrap().is_empty());
+
+    let rewrite = Arc::new(Scripted {
+        tool_call: Some(zoo_core::ToolCallDecision::Rewrite {
+            arguments: json!({"city": "Paris"}),
+        }),
+        replace_result: Some(json!("replaced")),
+        ..Scripted::default()
+    });
+    let response = agent
+        .chat("weather?", ChatOptions::new().hooks(rewrite.clone()))
+        .wait()
+        .unwrap();
+    assert_eq!(*cities.lock().unwrap(), [json!("Paris")]);
+    assert_eq!(response.tool_calls[0].result, Some(json!("replaced")));
+    let turns = rewrite.seen_turns.lock().unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1], (2, "rewritten".to_string()));
+}
+
+#[test]
+fn before_turn_may_end_the_chat_and_failing_hooks_fail_safe() {
+    let mock = MockBackend::with_script([
+        MockReply::tool_call("get_weather", json!({})),
+        MockReply::text("unused"),
+    ]);
+    let agent = agent_on(&mock);
+    agent.register_tool(echo_tool("get_weather"));
+    let end = Arc::new(Scripted {
+        end_before_turn: Some(2),
+        ..Scripted::default()
+    });
+    let response = agent
+        .chat("go", ChatOptions::new().hooks(end))
+        .wait()
+        .unwrap();
+    assert_eq!(
+        (response.stop_reason, response.metrics.iterations),
+        (StopReason::Stop, 1)
+    );
+    mock.clear_script();
+
+    // A filter that fails rejects; the failure reaches on_error.
+    let broken = Arc::new(Scripted {
+        fail_every_hook: true,
+        ..Scripted::default()
+    });
+    let response = agent
+        .chat("go", ChatOptions::new().hooks(broken.clone()))
+        .wait()
+        .unwrap();
+    assert_eq!(response.stop_reason, StopReason::Rejected);
+    assert_eq!(
+        *broken.errors.lock().unwrap(),
+        ["internal error: the filter_input hook failed: filter broke"]
+    );
+    // And the agent goes on.
+    assert_eq!(
+        agent.chat("hi", ChatOptions::new()).wait().unwrap().text,
+        "echo: hi"
+    );
+}
