@@ -209,6 +209,7 @@ static const char *const CODE_NAMES[] = {
     "invalid_message_sequence", "context_overflow", "inference_failed", "cancelled",
     "tool_not_found", "tool_validation_failed", "tool_retries_exhausted",
     "tool_handler_failed", "agent_not_running", "mcp", "io", "internal",
+    "provider_failed", "authentication_failed",
 };
 
 /* Whether a call that returned `status` with message `error` meets the

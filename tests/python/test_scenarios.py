@@ -19,6 +19,7 @@ CODES = {
     "invalid_message_sequence": 5, "context_overflow": 6, "inference_failed": 7, "cancelled": 8,
     "tool_not_found": 9, "tool_validation_failed": 10, "tool_retries_exhausted": 11,
     "tool_handler_failed": 12, "agent_not_running": 13, "mcp": 14, "io": 15, "internal": 16,
+    "provider_failed": 17, "authentication_failed": 18,
 }
 
 TYPES = {"number": (int, float), "string": str, "boolean": bool, "object": dict, "array": list}
