@@ -1116,11 +1116,11 @@ fn native_reply(text: &str, calls: Vec<NativeToolCall>) -> ParsedReply {
                 reply.calls.push(ParsedCall { name, arguments });
                 continue;
             }
-            Ok(other) => format!("they are {other}, not a JSON object"),
-            Err(e) => format!("they are not valid JSON ({e}): {arguments}"),
+            Ok(other) => format!("are {other}, not a JSON object"),
+            Err(e) => format!("are not valid JSON ({e}): {arguments}"),
         };
         reply.failures.push(ParseFailure {
-            message: format!("the arguments of your call to `{name}` could not be read: {problem}"),
+            message: format!("the arguments of `{name}` {problem}"),
             tool: Some(name),
             fragment: String::new(),
         });
