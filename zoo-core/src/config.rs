@@ -845,7 +845,7 @@ impl Rule {
 }
 
 /// How Python and JavaScript spell a number JSON cannot hold.
-fn non_finite_name(value: f64) -> String {
+pub(crate) fn non_finite_name(value: f64) -> String {
     match value {
         v if v.is_nan() => "NaN".into(),
         v if v > 0.0 => "Infinity".into(),
@@ -929,7 +929,7 @@ pub(crate) fn read_settings(text: &str, settings: &Settings) -> Result<Map<Strin
 
 /// The non-finite number (`NaN`, `Infinity`, `-Infinity`) at which JSON
 /// parsing failed, if that is why it failed.
-fn non_finite_at(text: &str, error: &serde_json::Error) -> Option<f64> {
+pub(crate) fn non_finite_at(text: &str, error: &serde_json::Error) -> Option<f64> {
     if error.classify() != serde_json::error::Category::Syntax || error.line() == 0 {
         return None;
     }

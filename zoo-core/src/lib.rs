@@ -37,5 +37,5 @@ pub use message::{Message, Role, ToolCall};
 pub use provider::{MockProvider, Provider};
 pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
 pub use template::TemplateFamily;
-pub use tools::registry::{Tool, ToolRegistry, ToolResult};
+pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
 pub use tools::ToolDefinition;

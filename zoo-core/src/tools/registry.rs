@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::validate::ArgumentValidator;
 use super::ToolDefinition;
+use crate::config::{describe, non_finite_at, non_finite_name};
 use crate::error::{Error, Result};
 
 /// What a handler returns: a JSON result, or a message the model will read.
@@ -34,6 +35,127 @@ pub fn is_valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The longest time limit a tool takes, in milliseconds (as the config's
+/// durations).
+pub const MAX_TOOL_TIMEOUT_MS: i64 = i64::MAX;
+
+/// How a tool runs, beside its definition: alone or not, and how long a
+/// call may take. Every front door reads its own spelling into this one
+/// type (Python's `exclusive=` and `timeout_ms=`, Node's `exclusive` and
+/// `timeoutMs`, C's `zoo_tool_options`), so that a bad value is refused
+/// here, with the same code and words in every language.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolOptions {
+    /// Runs alone, never beside another call, even under `parallel`.
+    pub exclusive: bool,
+    /// A call still running after this is a tool error; `None`: no limit.
+    pub timeout: Option<Duration>,
+}
+
+impl ToolOptions {
+    /// Reads `{"exclusive": true, "timeout_ms": 500}`, as Python and Node
+    /// pass their arguments: both keys are optional and `null` means the
+    /// default (not exclusive, no limit); `timeout_ms` 0 is no limit too.
+    /// `NaN`, `Infinity` and `-Infinity` (which Python's `json.dumps` and
+    /// the Node package write for such numbers) are refused by the rule of
+    /// their key. A value against its rule, an unknown key or text that is
+    /// not an object is [`Error::InvalidArgument`] naming the tool.
+    pub fn from_json(tool: &str, text: &str) -> Result<Self> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let entries: serde_json::Map<String, Value> =
+            match serde_path_to_error::deserialize(&mut de) {
+                Ok(entries) => entries,
+                Err(e) => {
+                    let Some(value) = non_finite_at(text, e.inner()) else {
+                        return Err(match serde_json::from_str::<Value>(text) {
+                            // JSON, but not an object.
+                            Ok(other) => Self::not_an_object(tool, &describe(&other)),
+                            Err(_) => Error::InvalidJson(format!(
+                                "the options of tool `{tool}`: {}",
+                                e.into_inner()
+                            )),
+                        });
+                    };
+                    let got = non_finite_name(value);
+                    return Err(match e.path().iter().next() {
+                        Some(serde_path_to_error::Segment::Map { key }) => match key.as_str() {
+                            "exclusive" => Self::bad_exclusive(tool, &got),
+                            "timeout_ms" => Self::bad_timeout(tool, &got),
+                            other => Self::unknown(tool, other),
+                        },
+                        _ => Self::not_an_object(tool, &got),
+                    });
+                }
+            };
+        de.end()
+            .map_err(|e| Error::InvalidJson(format!("the options of tool `{tool}`: {e}")))?;
+        let mut options = ToolOptions::default();
+        for (key, value) in &entries {
+            match key.as_str() {
+                "exclusive" => options.exclusive = Self::exclusive_from(tool, value)?,
+                "timeout_ms" => options.timeout = Self::timeout_from(tool, value)?,
+                other => return Err(Self::unknown(tool, other)),
+            }
+        }
+        Ok(options)
+    }
+
+    /// The time limit for a whole number of milliseconds, as C passes it:
+    /// 0 is no limit, a negative number is refused.
+    pub fn timeout_ms(tool: &str, ms: i64) -> Result<Option<Duration>> {
+        Self::timeout_from(tool, &Value::from(ms))
+    }
+
+    fn exclusive_from(tool: &str, value: &Value) -> Result<bool> {
+        match value {
+            Value::Null => Ok(false),
+            Value::Bool(exclusive) => Ok(*exclusive),
+            other => Err(Self::bad_exclusive(tool, &describe(other))),
+        }
+    }
+
+    fn timeout_from(tool: &str, value: &Value) -> Result<Option<Duration>> {
+        let ms = match value {
+            Value::Null => return Ok(None),
+            Value::Number(n) => n
+                .as_i64()
+                .filter(|ms| (0..=MAX_TOOL_TIMEOUT_MS).contains(ms)),
+            _ => None,
+        };
+        match ms {
+            Some(0) => Ok(None),
+            Some(ms) => Ok(Some(Duration::from_millis(ms.unsigned_abs()))),
+            None => Err(Self::bad_timeout(tool, &describe(value))),
+        }
+    }
+
+    fn bad_exclusive(tool: &str, got: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "the exclusive flag of tool `{tool}` must be true or false, got {got}"
+        ))
+    }
+
+    fn bad_timeout(tool: &str, got: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "the timeout of tool `{tool}` must be a whole number of milliseconds from 0 to \
+             {MAX_TOOL_TIMEOUT_MS} (0 or null for no limit), got {got}"
+        ))
+    }
+
+    fn unknown(tool: &str, key: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "unknown option `{key}` of tool `{tool}`; the options are `exclusive` and `timeout_ms`"
+        ))
+    }
+
+    fn not_an_object(tool: &str, got: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "the options of tool `{tool}` must be a JSON object such as \
+             {{\"exclusive\": true, \"timeout_ms\": 500}}, got {got}"
+        ))
+    }
 }
 
 /// A tool: its definition, a compiled validator for its arguments and its handler.
@@ -118,6 +240,19 @@ impl Tool {
     /// The tool's time bound, if any.
     pub fn time_limit(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// Sets both options at once, as a front door read them.
+    pub fn with_options(self, options: ToolOptions) -> Self {
+        self.exclusive(options.exclusive).timeout(options.timeout)
+    }
+
+    /// Whether the tool runs alone and its time bound.
+    pub fn options(&self) -> ToolOptions {
+        ToolOptions {
+            exclusive: self.exclusive,
+            timeout: self.timeout,
+        }
     }
 
     /// The tool's name.
@@ -233,5 +368,126 @@ impl ToolRegistry {
             .get(name)
             .ok_or_else(|| Error::ToolNotFound(name.to_string()))?;
         tool.invoke(arguments)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<ToolOptions> {
+        ToolOptions::from_json("slow", text)
+    }
+
+    const TIMEOUT_RULE: &str = "invalid argument: the timeout of tool `slow` must be a whole \
+        number of milliseconds from 0 to 9223372036854775807 (0 or null for no limit), got";
+
+    #[test]
+    fn options_read_from_json() {
+        let ms = |n| Some(Duration::from_millis(n));
+        for (text, exclusive, timeout) in [
+            ("{}", false, None),
+            ("{\"exclusive\": true}", true, None),
+            ("{\"exclusive\": null, \"timeout_ms\": null}", false, None),
+            ("{\"timeout_ms\": 0}", false, None),
+            (
+                "{\"exclusive\": false, \"timeout_ms\": 500}",
+                false,
+                ms(500),
+            ),
+            (
+                "{\"timeout_ms\": 9223372036854775807}",
+                false,
+                ms(i64::MAX as u64),
+            ),
+        ] {
+            let options = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(options, ToolOptions { exclusive, timeout }, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_options_are_invalid_arguments_naming_the_tool() {
+        for (text, got) in [
+            ("{\"timeout_ms\": -5}", "-5"),
+            ("{\"timeout_ms\": 1.5}", "1.5"),
+            ("{\"timeout_ms\": 500.0}", "500.0"),
+            ("{\"timeout_ms\": \"500\"}", "\"500\""),
+            ("{\"timeout_ms\": true}", "true"),
+            (
+                "{\"timeout_ms\": 9223372036854775808}",
+                "9223372036854775808",
+            ),
+            ("{\"timeout_ms\": NaN}", "NaN"),
+            (
+                "{\"exclusive\": false, \"timeout_ms\": -Infinity}",
+                "-Infinity",
+            ),
+            ("{\"timeout_ms\": [1]}", "an array"),
+        ] {
+            let e = read(text).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{text}");
+            assert_eq!(e.to_string(), format!("{TIMEOUT_RULE} {got}"), "{text}");
+        }
+        for (text, got) in [
+            ("{\"exclusive\": \"yes\"}", "\"yes\""),
+            ("{\"exclusive\": 1}", "1"),
+            ("{\"exclusive\": Infinity}", "Infinity"),
+            ("{\"exclusive\": {}}", "an object"),
+        ] {
+            let e = read(text).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid argument: the exclusive flag of tool `slow` must be true or false, got {got}"
+                ),
+                "{text}"
+            );
+        }
+        let e = read("{\"timeoutMs\": 5}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: unknown option `timeoutMs` of tool `slow`; \
+             the options are `exclusive` and `timeout_ms`"
+        );
+        for (text, got) in [("[]", "an array"), ("5", "5"), ("NaN", "NaN")] {
+            let e = read(text).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{text}");
+            assert!(
+                e.to_string().ends_with(&format!("got {got}")),
+                "{text}: {e}"
+            );
+        }
+        for text in ["{", "{\"exclusive\": true} x", "{\"timeout_ms\": Nope}"] {
+            let e = read(text).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidJson, "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn c_milliseconds() {
+        assert_eq!(ToolOptions::timeout_ms("slow", 0).unwrap(), None);
+        assert_eq!(
+            ToolOptions::timeout_ms("slow", 250).unwrap(),
+            Some(Duration::from_millis(250))
+        );
+        let e = ToolOptions::timeout_ms("slow", -1).unwrap_err();
+        assert_eq!(e.to_string(), format!("{TIMEOUT_RULE} -1"));
+    }
+
+    #[test]
+    fn a_tool_carries_its_options() {
+        let options = ToolOptions {
+            exclusive: true,
+            timeout: Some(Duration::from_millis(40)),
+        };
+        let tool = Tool::new("slow", "", serde_json::json!({"type": "object"}), |_| {
+            Ok(Value::Null)
+        })
+        .unwrap()
+        .with_options(options);
+        assert!(tool.is_exclusive());
+        assert_eq!(tool.time_limit(), options.timeout);
+        assert_eq!(tool.options(), options);
     }
 }
