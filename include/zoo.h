@@ -13,8 +13,8 @@
  *   taking a zoo_agent or zoo_chat may be called from any thread.
  * - Strings are UTF-8. Text passed to callbacks is pointer + length and is
  *   NOT NUL-terminated; it is valid only during the callback.
- * - Chat callbacks and tool handlers run on the agent's inference thread,
- *   in order. Every stored user_data has an optional free_user_data that
+ * - Chat callbacks run on the agent's inference thread, in order; tool
+ *   handlers on its tool threads (see zoo_tool_fn). Every stored user_data has an optional free_user_data that
  *   runs exactly once (also when the registration fails).
  * - No Rust panic crosses this boundary: a caught panic is ZOO_INTERNAL.
  */
@@ -275,8 +275,12 @@ typedef bool (*zoo_progress_fn)(void *user_data,
                                 float progress);
 
 /**
- * A tool handler. Runs on the agent's tool thread, one call at a time (never
- * two handlers of one agent at once). `arguments_json` (`arguments_len`
+ * A tool handler. Runs on one of the agent's tool threads. With
+ * `tool_execution` `"sequential"` (the default) calls run one at a time;
+ * with `"parallel"` or `{"batched": N}` the calls of one model reply run
+ * at once, each on its own thread (a tool registered `exclusive` never
+ * beside another call), so a handler then may run concurrently with
+ * itself and with other handlers. `arguments_json` (`arguments_len`
  * bytes, also NUL-terminated) is a JSON object already validated against
  * the tool's schema, valid only during the call. Report the outcome with
  * `zoo_tool_result_set_json` or `zoo_tool_result_set_error` before
@@ -289,6 +293,27 @@ typedef void (*zoo_tool_fn)(void *user_data,
                             const char *arguments_json,
                             size_t arguments_len,
                             struct zoo_tool_result *result);
+
+/**
+ * How a tool runs, beside its definition. Zero-initialise
+ * (`zoo_tool_options o = {0};`) for the defaults: not exclusive, no time
+ * limit.
+ */
+typedef struct zoo_tool_options {
+  /**
+   * Runs alone: never beside another call of the same reply, even with
+   * `tool_execution` `"parallel"` (for writes and shell commands).
+   */
+  bool exclusive;
+  /**
+   * Milliseconds a call may take; one still running after that is
+   * answered with the tool error "tool `name` failed: it did not finish
+   * within N ms" and the chat goes on (the handler finishes in the
+   * background, its result discarded). 0 is no limit; a negative value
+   * is `ZOO_INVALID_ARGUMENT`.
+   */
+  int64_t timeout_ms;
+} zoo_tool_options;
 
 #ifdef __cplusplus
 extern "C" {
@@ -641,7 +666,9 @@ const char *zoo_version(void);
 void zoo_string_free(char *text);
 
 /**
- * Registers a tool written in C (replacing one of the same name).
+ * Registers a tool written in C (replacing one of the same name), with
+ * the default options: `zoo_agent_register_tool_with_options` with NULL
+ * options.
  *
  * `name` must match `^[A-Za-z0-9_-]{1,64}$`; `schema_json` is the JSON
  * schema of the arguments object. `handler` runs on the agent's tool
@@ -661,6 +688,24 @@ enum zoo_status zoo_agent_register_tool(const struct zoo_agent *agent,
                                         void *user_data,
                                         zoo_free_fn free_user_data,
                                         char **out_error);
+
+/**
+ * Registers a tool written in C as `zoo_agent_register_tool` does, with
+ * `options` (may be NULL: the defaults). The options are read during the
+ * call; the struct need not outlive it.
+ *
+ * Returns, besides the errors of `zoo_agent_register_tool`,
+ * `ZOO_INVALID_ARGUMENT` for a negative `options->timeout_ms`.
+ */
+enum zoo_status zoo_agent_register_tool_with_options(const struct zoo_agent *agent,
+                                                     const char *name,
+                                                     const char *description,
+                                                     const char *schema_json,
+                                                     const struct zoo_tool_options *options,
+                                                     zoo_tool_fn handler,
+                                                     void *user_data,
+                                                     zoo_free_fn free_user_data,
+                                                     char **out_error);
 
 /**
  * Removes a tool. `*out_removed` (may be NULL) tells whether it existed.

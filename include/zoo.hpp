@@ -94,6 +94,18 @@ using ToolFn = std::function<std::string(const std::string &arguments_json)>;
 /** Load progress from 0 to 1; return false to cancel the load. */
 using ProgressFn = std::function<bool(float progress)>;
 
+/** How a tool runs, beside its definition; default-constructed, the
+ *  defaults (zoo_tool_options in zoo.h). */
+struct ToolOptions {
+    /** Runs alone: never beside another call of the same reply, even with
+     *  tool_execution "parallel" (for writes and shell commands). */
+    bool exclusive = false;
+    /** Milliseconds a call may take; one still running after that is a tool
+     *  error the model reads. 0 is no limit; a negative value throws
+     *  ZOO_INVALID_ARGUMENT. */
+    int64_t timeout_ms = 0;
+};
+
 /** Per-chat options; default-constructed, the agent's defaults. */
 struct ChatOptions {
     ToolChoice tool_choice = ToolChoice::Default;
@@ -736,16 +748,20 @@ public:
     }
 
     /** Registers a tool (replacing one of the same name). `schema_json` is
-     *  the JSON schema of the arguments object. Throws zoo::Error. */
+     *  the JSON schema of the arguments object. With tool_execution
+     *  "parallel" or {"batched": N}, `fn` may run on several tool threads at
+     *  once (unless `options.exclusive`). Throws zoo::Error. */
     void register_tool(const std::string &name, const std::string &description,
-                       const std::string &schema_json, ToolFn fn) const {
+                       const std::string &schema_json, ToolFn fn,
+                       const ToolOptions &options = {}) const {
         detail::LibString err;
+        zoo_tool_options copts{options.exclusive, options.timeout_ms};
         // libzoo owns the heap copy from here on: it frees it exactly once
         // (when the tool goes, or right away if registration fails).
         auto *data = new ToolFn(std::move(fn));
-        detail::check(zoo_agent_register_tool(a_, name.c_str(), description.c_str(),
-                                              schema_json.c_str(), &detail::call_tool, data,
-                                              &detail::free_tool, err.out()),
+        detail::check(zoo_agent_register_tool_with_options(
+                          a_, name.c_str(), description.c_str(), schema_json.c_str(), &copts,
+                          &detail::call_tool, data, &detail::free_tool, err.out()),
                       err);
     }
 

@@ -295,10 +295,15 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     char *description = jv_str(jv_get(tool, "description"));
     jv params = jv_get(tool, "parameters");
     char *schema = jv_ok(params) ? jv_text(params) : NULL;
+    /* The tool's own keys: "exclusive" and "timeout_ms" (0 when absent). */
+    zoo_tool_options options = {0};
+    options.exclusive = jv_kind(jv_get(tool, "exclusive")) == 't';
+    jv timeout = jv_get(tool, "timeout_ms");
+    if (jv_ok(timeout)) options.timeout_ms = (int64_t)jv_num(timeout);
     char *err = NULL;
-    zoo_status status = zoo_agent_register_tool(agent, name, description ? description : "",
-                                                schema ? schema : "{\"type\":\"object\"}", run_tool, b,
-                                                free_behavior, &err);
+    zoo_status status = zoo_agent_register_tool_with_options(
+        agent, name, description ? description : "", schema ? schema : "{\"type\":\"object\"}",
+        &options, run_tool, b, free_behavior, &err);
     char at[128];
     snprintf(at, sizeof at, "tool %s", name ? name : "?");
     bool ok = check_outcome(jv_get(tool, "register_error"), status, err, at);

@@ -280,6 +280,10 @@ TEST(errors_carry_code_and_message, 5) {
                  ZOO_INVALID_JSON);
     CHECK_THROWS(agent.register_tool("t", "d", R"({"type":"string"})", [](auto &) { return "1"; }),
                  ZOO_TOOL_VALIDATION_FAILED);
+    zoo::ToolOptions negative;
+    negative.timeout_ms = -5;
+    CHECK_THROWS_MENTIONING(agent.register_tool("t", "d", "{}", [](auto &) { return "1"; }, negative),
+                            ZOO_INVALID_ARGUMENT, "the timeout of tool `t`");
 }
 
 TEST(json_helpers, 5) {
@@ -360,6 +364,37 @@ TEST(tools_as_std_function, 10) {
     CHECK_EQ(zoo::response_text(r), "Threw an int.");
     CHECK_EQ(at(r, "tool_errors.0.kind"), "tool_handler_failed");
     CHECK(seen.size() == 4);
+}
+
+TEST(tool_options_time_limit, 20) {
+    zoo::Agent agent = zoo::Agent::mock(replies({CALL_PARIS, "Gave up."}));
+    // The handler blocks until the chat is over: only the time limit can
+    // answer the call, whatever the machine's load.
+    struct Gate {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool open = false;
+    };
+    auto gate = std::make_shared<Gate>();
+    zoo::ToolOptions options;
+    options.timeout_ms = 50;
+    agent.register_tool("get_weather", "Current weather", WEATHER_SCHEMA,
+                        [gate](const std::string &) -> std::string {
+                            std::unique_lock<std::mutex> lock(gate->mu);
+                            gate->cv.wait(lock, [&] { return gate->open; });
+                            return "late";
+                        },
+                        options);
+    std::string r = agent.chat("weather?");
+    {
+        std::lock_guard<std::mutex> lock(gate->mu);
+        gate->open = true;
+    }
+    gate->cv.notify_all();
+    CHECK_EQ(zoo::response_text(r), "Gave up.");
+    CHECK_EQ(at(r, "tool_calls.0.error"),
+             "tool `get_weather` failed: it did not finish within 50 ms");
+    CHECK_EQ(at(r, "tool_errors.0.kind"), "tool_handler_failed");
 }
 
 TEST(tool_function_destroyed_exactly_once, 10) {

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use zoo_core::{Agent, CancelToken, ChatOptions, Config, Error, Message, Tool, ToolChoice};
+use zoo_core::{
+    Agent, CancelToken, ChatOptions, Config, Error, Message, Tool, ToolChoice, ToolOptions,
+};
 
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
@@ -251,6 +253,8 @@ fn check_format(scenario: &Value) -> Result<(), String> {
                 "parameters",
                 "behavior",
                 "register_error",
+                "exclusive",
+                "timeout_ms",
             ],
             &at,
         )?;
@@ -359,8 +363,16 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
         .into_iter()
         .flatten()
     {
+        let name = tool["name"].as_str().unwrap_or_default();
+        // The tool's own keys, passed as the Python and Node front doors do.
+        let mut given = serde_json::Map::new();
+        for key in ["exclusive", "timeout_ms"] {
+            if let Some(value) = tool.get(key) {
+                given.insert(key.into(), value.clone());
+            }
+        }
         let registered = Tool::new(
-            tool["name"].as_str().unwrap_or_default(),
+            name,
             tool.get("description")
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
@@ -368,7 +380,11 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
                 .cloned()
                 .unwrap_or(json!({"type": "object"})),
             handler(&tool["behavior"], &current),
-        );
+        )
+        .and_then(|registered| {
+            let options = ToolOptions::from_json(name, &Value::Object(given).to_string())?;
+            Ok(registered.with_options(options))
+        });
         let at = format!("tool {}", tool["name"]);
         match (registered, tool.get("register_error")) {
             (Ok(registered), None) => agent.register_tool(registered),

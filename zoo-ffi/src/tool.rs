@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use zoo_core::tools::registry::handler_not_callable;
-use zoo_core::{Error, Tool};
+use zoo_core::{Error, Tool, ToolOptions};
 
 use crate::agent::zoo_agent;
 use crate::boundary::{guard, handle_arg, str_arg, FfiResult};
@@ -17,8 +17,12 @@ use crate::status::zoo_status;
 /// last reference (possibly the inference thread).
 pub type zoo_free_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
-/// A tool handler. Runs on the agent's tool thread, one call at a time (never
-/// two handlers of one agent at once). `arguments_json` (`arguments_len`
+/// A tool handler. Runs on one of the agent's tool threads. With
+/// `tool_execution` `"sequential"` (the default) calls run one at a time;
+/// with `"parallel"` or `{"batched": N}` the calls of one model reply run
+/// at once, each on its own thread (a tool registered `exclusive` never
+/// beside another call), so a handler then may run concurrently with
+/// itself and with other handlers. `arguments_json` (`arguments_len`
 /// bytes, also NUL-terminated) is a JSON object already validated against
 /// the tool's schema, valid only during the call. Report the outcome with
 /// `zoo_tool_result_set_json` or `zoo_tool_result_set_error` before
@@ -70,7 +74,25 @@ impl Drop for UserData {
     }
 }
 
-/// Registers a tool written in C (replacing one of the same name).
+/// How a tool runs, beside its definition. Zero-initialise
+/// (`zoo_tool_options o = {0};`) for the defaults: not exclusive, no time
+/// limit.
+#[repr(C)]
+pub struct zoo_tool_options {
+    /// Runs alone: never beside another call of the same reply, even with
+    /// `tool_execution` `"parallel"` (for writes and shell commands).
+    pub exclusive: bool,
+    /// Milliseconds a call may take; one still running after that is
+    /// answered with the tool error "tool `name` failed: it did not finish
+    /// within N ms" and the chat goes on (the handler finishes in the
+    /// background, its result discarded). 0 is no limit; a negative value
+    /// is `ZOO_INVALID_ARGUMENT`.
+    pub timeout_ms: i64,
+}
+
+/// Registers a tool written in C (replacing one of the same name), with
+/// the default options: `zoo_agent_register_tool_with_options` with NULL
+/// options.
 ///
 /// `name` must match `^[A-Za-z0-9_-]{1,64}$`; `schema_json` is the JSON
 /// schema of the arguments object. `handler` runs on the agent's tool
@@ -92,6 +114,38 @@ pub extern "C" fn zoo_agent_register_tool(
     free_user_data: zoo_free_fn,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
+    zoo_agent_register_tool_with_options(
+        agent,
+        name,
+        description,
+        schema_json,
+        std::ptr::null(),
+        handler,
+        user_data,
+        free_user_data,
+        out_error,
+    )
+}
+
+/// Registers a tool written in C as `zoo_agent_register_tool` does, with
+/// `options` (may be NULL: the defaults). The options are read during the
+/// call; the struct need not outlive it.
+///
+/// Returns, besides the errors of `zoo_agent_register_tool`,
+/// `ZOO_INVALID_ARGUMENT` for a negative `options->timeout_ms`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn zoo_agent_register_tool_with_options(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    description: *const c_char,
+    schema_json: *const c_char,
+    options: *const zoo_tool_options,
+    handler: zoo_tool_fn,
+    user_data: *mut c_void,
+    free_user_data: zoo_free_fn,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
     // Owned from the first line, so every early return releases it.
     let data = UserData::new(user_data, free_user_data);
     guard(out_error, move || {
@@ -101,9 +155,18 @@ pub extern "C" fn zoo_agent_register_tool(
         let description = str_arg(description, "description")?;
         let schema: Value = serde_json::from_str(str_arg(schema_json, "schema_json")?)
             .map_err(|e| Error::InvalidJson(format!("schema_json: {e}")))?;
+        // SAFETY: NULL or the caller's struct, read during this call only.
+        let options = match unsafe { options.as_ref() } {
+            None => ToolOptions::default(),
+            Some(options) => ToolOptions {
+                exclusive: options.exclusive,
+                timeout: ToolOptions::timeout_ms(name, options.timeout_ms)?,
+            },
+        };
         let tool = Tool::new(name, description, schema, move |arguments| {
             call_handler(handler, &data, &arguments)
-        })?;
+        })?
+        .with_options(options);
         agent.agent.register_tool(tool);
         Ok(())
     })
