@@ -11,13 +11,16 @@ import os
 import queue
 import threading
 import weakref
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _native
 from ._mcp import McpServerInfo, transport_json
 from ._native import InvalidArgumentError
 from ._response import Event, Response, Token
 from ._schema import convert_arguments, function_schema
+
+# A tool function, returned unchanged by the `tool` decorator.
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # Agents still open at interpreter exit are closed then, so that no
 # inference thread touches Python while it shuts down. The wait is bounded:
@@ -125,23 +128,69 @@ class Agent:
 
     # -- tools -------------------------------------------------------------
 
-    def tool(self, fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None, description: Optional[str] = None) -> Any:
+    @overload
+    def tool(self, fn: _F, *, name: Optional[str] = None, description: Optional[str] = None, exclusive: bool = False, timeout_ms: Optional[int] = None) -> _F: ...
+
+    @overload
+    def tool(
+        self, fn: None = None, *, name: Optional[str] = None, description: Optional[str] = None, exclusive: bool = False, timeout_ms: Optional[int] = None
+    ) -> Callable[[_F], _F]: ...
+
+    def tool(
+        self,
+        fn: Optional[Callable[..., Any]] = None,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        exclusive: bool = False,
+        timeout_ms: Optional[int] = None,
+    ) -> Any:
         """Decorator: registers `fn` as a tool. The schema comes from its type
         hints, the description from its docstring. Works on `def` and
-        `async def`. Returns `fn` unchanged."""
+        `async def`. Returns `fn` unchanged. `exclusive` and `timeout_ms`
+        are those of `register_tool`: `@agent.tool(exclusive=True, timeout_ms=500)`."""
 
         def register(function: Callable[..., Any]) -> Callable[..., Any]:
             tool_name, doc, schema = function_schema(function)
-            self.register_tool(name or tool_name, description if description is not None else doc, schema, function, _typed=True)
+            self.register_tool(
+                name or tool_name,
+                description if description is not None else doc,
+                schema,
+                function,
+                exclusive=exclusive,
+                timeout_ms=timeout_ms,
+                _typed=True,
+            )
             return function
 
         return register(fn) if fn is not None else register
 
-    def register_tool(self, name: str, description: str, schema: Dict[str, Any], fn: Callable[..., Any], *, _typed: bool = False) -> None:
+    def register_tool(
+        self,
+        name: str,
+        description: str,
+        schema: Dict[str, Any],
+        fn: Callable[..., Any],
+        *,
+        exclusive: bool = False,
+        timeout_ms: Optional[int] = None,
+        _typed: bool = False,
+    ) -> None:
         """Registers a tool with an explicit JSON schema. `fn` is called with
         the arguments as keyword arguments; its return value (any JSON-able
         value) is the result; an exception is reported to the model as a tool
-        error and the chat goes on."""
+        error and the chat goes on.
+
+        With `tool_execution="parallel"` (or `{"batched": N}`) the calls of
+        one reply run at once on the agent's tool threads: sync tools overlap
+        wherever they release the GIL (`time.sleep`, I/O), async tools run
+        concurrently on the event loop. `exclusive=True` makes the tool run
+        alone, never beside another call (for writes and shell commands).
+        `timeout_ms` bounds a call: one still running after that many
+        milliseconds is a tool error the model reads ("tool `name` failed: it
+        did not finish within N ms") and the chat goes on; the function
+        finishes in the background, its result discarded. None or 0 is no
+        limit. A bad value raises `InvalidArgumentError`."""
         runner = self._async_tools
 
         def call(arguments_json: str) -> str:
@@ -157,9 +206,13 @@ class Agent:
             schema_json = json.dumps(schema, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise InvalidArgumentError(f"invalid argument: the parameters of tool `{name}` cannot be written as JSON: {error}") from None
+        # The engine checks the options, in the words of every front door:
+        # json.dumps writes NaN and Infinity for non-finite floats, and a
+        # value JSON cannot hold goes as an object, which the check refuses.
+        options_json = json.dumps({"exclusive": exclusive, "timeout_ms": timeout_ms}, default=lambda _: {})
         # A handler that cannot be called goes to the native check, which
         # words the error as every front door does.
-        self._native.register_tool(name, description, schema_json, call if callable(fn) else fn)
+        self._native.register_tool(name, description, schema_json, call if callable(fn) else fn, options_json)
 
     def unregister_tool(self, name: str) -> bool:
         return self._native.unregister_tool(name)

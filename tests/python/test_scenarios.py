@@ -147,7 +147,8 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
         for tool in scenario.get("tools", []):
             want = tool.get("register_error")
             try:
-                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(agent, tool["behavior"]))
+                options = {key: tool[key] for key in ("exclusive", "timeout_ms") if key in tool}
+                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(agent, tool["behavior"]), **options)
             except zk.ZooError as error:
                 check_error(want, error, f"tool {tool['name']}")
             else:

@@ -13,6 +13,13 @@ def run(path: str) -> Optional[str]:
             """Add two integers."""
             return a + b
 
+        @agent.tool(exclusive=True, timeout_ms=500)
+        def save(text: str) -> str:
+            """Save the text."""
+            return text
+
+        agent.register_tool("echo", "Echo", {"type": "object"}, lambda **kw: kw, exclusive=False, timeout_ms=None)
+
         tokens: List[str] = []
         response: zk.Response = agent.chat("2 + 3?", on_token=tokens.append)
         for item in agent.stream("again"):

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use zoo_core::{
     Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool, ToolChoice,
+    ToolOptions,
 };
 
 use crate::errors::{to_py, IntoPy};
@@ -218,12 +219,16 @@ impl NativeAgent {
 
     /// Registers a tool. `function(arguments_json: str) -> str` returns the
     /// result as JSON; an exception becomes a tool error the model reads.
+    /// `options_json` is `{"exclusive": ..., "timeout_ms": ...}` as
+    /// `json.dumps` writes the keyword arguments; the core checks it.
+    #[pyo3(signature = (name, description, schema_json, function, options_json = None))]
     fn register_tool(
         &self,
         name: &str,
         description: &str,
         schema_json: &str,
         function: Bound<'_, PyAny>,
+        options_json: Option<&str>,
     ) -> PyResult<()> {
         if !function.is_callable() {
             let got = function.get_type().name()?.to_string();
@@ -234,10 +239,16 @@ impl NativeAgent {
         let function = function.unbind();
         let schema: Value = serde_json::from_str(schema_json)
             .map_err(|e| to_py(Error::InvalidJson(format!("tool schema: {e}"))))?;
+        let options = options_json
+            .map(|text| ToolOptions::from_json(name, text))
+            .transpose()
+            .py_err()?
+            .unwrap_or_default();
         let tool = Tool::new(name, description, schema, move |arguments| {
             call_python_tool(&function, &arguments)
         })
-        .py_err()?;
+        .py_err()?
+        .with_options(options);
         self.agent()?.register_tool(tool);
         Ok(())
     }
