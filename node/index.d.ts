@@ -14,8 +14,11 @@ export declare class NativeAgent {
   /**
    * Registers a tool. `handler(argumentsJson)` is the package's wrapper:
    * a Promise of `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
+   * `optionsJson` is `{"exclusive": ..., "timeout_ms": ...}` as the
+   * package writes the definition's `exclusive` and `timeoutMs`; the core
+   * checks it.
    */
-  registerTool(name: string, description: string, schemaJson: string, handler: (arg: string) => Promise<string>): void
+  registerTool(name: string, description: string, schemaJson: string, handler: (arg: string) => Promise<string>, optionsJson?: string | undefined | null): void
   /** Removes a tool; returns whether it existed. */
   unregisterTool(name: string): boolean
   /**

@@ -218,5 +218,5 @@ function toMcpServerInfo(info) {
 }
 
 module.exports = {
-  configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
+  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
 }

@@ -159,6 +159,13 @@ export interface ToolDefinition {
   description?: string
   /** The arguments' JSON schema (default: an object without properties). */
   parameters?: JsonSchema
+  /** Runs alone, never beside another call, even with `toolExecution: 'parallel'` (default false). */
+  exclusive?: boolean
+  /**
+   * Milliseconds a call may take; one still running after that is a tool
+   * error the model reads and the chat goes on. null, undefined or 0: no limit.
+   */
+  timeoutMs?: number | null
 }
 
 /** A tool: sync or async; a throw or rejection becomes a tool error the model reads. */

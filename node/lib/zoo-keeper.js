@@ -30,7 +30,7 @@ function loadBinding() {
 const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
 const {
-  configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
+  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
 } = require('./convert.js')
 
 // Item kinds of a chat's ordered queue (bindings/node/src/agent.rs).
@@ -133,6 +133,20 @@ function abortError(signal, response) {
   return error
 }
 
+/**
+ * A tool's `exclusive` and `timeoutMs` as the engine's JSON, every given
+ * value as it is (NaN and Infinity too, see `toJson`), for the engine to
+ * check in the words of every front door; a value JSON has no form for (a
+ * function, a symbol) goes as an object, which the check refuses.
+ */
+function toolOptionsJson(exclusive, timeoutMs) {
+  const members = []
+  for (const [key, value] of [['exclusive', exclusive], ['timeout_ms', timeoutMs]]) {
+    if (value !== undefined) members.push(`"${key}":${toJson(value) ?? '{}'}`)
+  }
+  return `{${members.join(',')}}`
+}
+
 /** A tool handler wrapped so that it never throws: see bindings/node/src/tools.rs. */
 function wrapTool(handler) {
   return async (argumentsJson) => {
@@ -191,11 +205,23 @@ class Agent {
    * Registers a tool. `handler(args)` may be sync or async; its return
    * value (anything JSON can hold) is the result. A throw or a rejection is
    * reported to the model as a tool error, and the chat goes on.
-   * @param {{name: string, description?: string, parameters?: object}} definition
+   *
+   * With `toolExecution: 'parallel'` (or `{batched: n}`) the calls of one
+   * reply run at once: async handlers overlap while they await (a sync
+   * handler holds the JavaScript thread until it returns). `exclusive: true`
+   * makes the tool run alone, never beside another call (for writes and
+   * shell commands). `timeoutMs` bounds a call: one still running after
+   * that many milliseconds is a tool error the model reads ("tool `name`
+   * failed: it did not finish within N ms") and the chat goes on; the
+   * handler settles in the background, its result discarded. null,
+   * undefined or 0 is no limit; a bad value throws a ZooError (code 1).
+   * @param {{name: string, description?: string, parameters?: object, exclusive?: boolean, timeoutMs?: number | null}} definition
    * @param {(args: any) => unknown} handler
    */
   registerTool(definition, handler) {
-    const { name, description = '', parameters = { type: 'object', properties: {} } } = checkObject(definition, 'the tool definition')
+    const {
+      name, description = '', parameters = { type: 'object', properties: {} }, exclusive, timeoutMs,
+    } = checkObject(definition, 'the tool definition')
     if (typeof name !== 'string') throw invalid('registerTool: `name` must be a string')
     if (typeof description !== 'string') throw invalid('registerTool: `description` must be a string')
     if (typeof handler !== 'function') {
@@ -209,7 +235,7 @@ class Agent {
       throw invalid(`invalid argument: the parameters of tool \`${name}\` cannot be written as JSON: ${error.message}`)
     }
     if (schema === undefined) throw invalid('registerTool: `parameters` must be a JSON schema object')
-    native(() => this.#native.registerTool(name, description, schema, wrapTool(handler)))
+    native(() => this.#native.registerTool(name, description, schema, wrapTool(handler), toolOptionsJson(exclusive, timeoutMs)))
   }
 
   /** Removes a tool; returns whether it was registered. */

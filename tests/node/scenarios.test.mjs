@@ -142,7 +142,13 @@ async function runScenario(scenario) {
       let error
       try {
         agent.registerTool(
-          { name: tool.name, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object' } },
+          {
+            name: tool.name,
+            description: tool.description ?? '',
+            parameters: tool.parameters ?? { type: 'object' },
+            exclusive: tool.exclusive,
+            timeoutMs: tool.timeout_ms,
+          },
           handler(agent, tool.behavior),
         )
       } catch (e) {

@@ -155,6 +155,10 @@ pub extern "C" fn zoo_agent_register_tool_with_options(
         let description = str_arg(description, "description")?;
         let schema: Value = serde_json::from_str(str_arg(schema_json, "schema_json")?)
             .map_err(|e| Error::InvalidJson(format!("schema_json: {e}")))?;
+        let tool = Tool::new(name, description, schema, move |arguments| {
+            call_handler(handler, &data, &arguments)
+        })?;
+        // Checked after the name, so that an error names a valid tool.
         // SAFETY: NULL or the caller's struct, read during this call only.
         let options = match unsafe { options.as_ref() } {
             None => ToolOptions::default(),
@@ -163,10 +167,7 @@ pub extern "C" fn zoo_agent_register_tool_with_options(
                 timeout: ToolOptions::timeout_ms(name, options.timeout_ms)?,
             },
         };
-        let tool = Tool::new(name, description, schema, move |arguments| {
-            call_handler(handler, &data, &arguments)
-        })?
-        .with_options(options);
+        let tool = tool.with_options(options);
         agent.agent.register_tool(tool);
         Ok(())
     })

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use zoo_core::{
     Agent, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, Response, Tool,
-    ToolChoice,
+    ToolChoice, ToolOptions,
 };
 
 use crate::errors::{integer, message, to_napi, IntoNapi};
@@ -129,6 +129,9 @@ impl NativeAgent {
 impl NativeAgent {
     /// Registers a tool. `handler(argumentsJson)` is the package's wrapper:
     /// a Promise of `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
+    /// `optionsJson` is `{"exclusive": ..., "timeout_ms": ...}` as the
+    /// package writes the definition's `exclusive` and `timeoutMs`; the core
+    /// checks it.
     #[napi]
     pub fn register_tool(
         &self,
@@ -136,6 +139,7 @@ impl NativeAgent {
         description: String,
         schema_json: String,
         handler: Function<'_, String, Promise<String>>,
+        options_json: Option<String>,
     ) -> napi::Result<()> {
         let schema: Value = serde_json::from_str(&schema_json)
             .map_err(|e| to_napi(Error::InvalidJson(format!("tool schema: {e}"))))?;
@@ -145,6 +149,13 @@ impl NativeAgent {
             tools::call(&function, &arguments)
         })
         .napi_err()?;
+        // Checked after the name, so that an error names a valid tool.
+        let options = options_json
+            .map(|text| ToolOptions::from_json(tool.name(), &text))
+            .transpose()
+            .napi_err()?
+            .unwrap_or_default();
+        let tool = tool.with_options(options);
         agent.register_tool(tool);
         Ok(())
     }

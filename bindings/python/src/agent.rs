@@ -239,16 +239,17 @@ impl NativeAgent {
         let function = function.unbind();
         let schema: Value = serde_json::from_str(schema_json)
             .map_err(|e| to_py(Error::InvalidJson(format!("tool schema: {e}"))))?;
+        let tool = Tool::new(name, description, schema, move |arguments| {
+            call_python_tool(&function, &arguments)
+        })
+        .py_err()?;
+        // Checked after the name, so that an error names a valid tool.
         let options = options_json
             .map(|text| ToolOptions::from_json(name, text))
             .transpose()
             .py_err()?
             .unwrap_or_default();
-        let tool = Tool::new(name, description, schema, move |arguments| {
-            call_python_tool(&function, &arguments)
-        })
-        .py_err()?
-        .with_options(options);
+        let tool = tool.with_options(options);
         self.agent()?.register_tool(tool);
         Ok(())
     }
