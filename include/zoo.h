@@ -151,6 +151,11 @@ typedef struct zoo_agent zoo_agent;
 typedef struct zoo_chat zoo_chat;
 
 /**
+ * Where a hook writes its decision (opaque; only valid during the call).
+ */
+typedef struct zoo_hook_result zoo_hook_result;
+
+/**
  * A loaded model. Free it with `zoo_model_free`; agents created from it
  * keep the weights alive until they are freed too.
  */
@@ -266,6 +271,101 @@ typedef struct zoo_chat_callbacks {
    */
   zoo_free_fn free_user_data;
 } zoo_chat_callbacks;
+
+/**
+ * A hook. Runs on the agent's inference thread, one at a time, while a
+ * chat is blocked on it. `input_json` (`input_len` bytes, also
+ * NUL-terminated) is valid only during the call; its shape is given with
+ * each field of `zoo_hooks`. Write the decision with
+ * `zoo_hook_result_set_json`; leave `result` unset to change nothing
+ * (pass, continue, allow, keep the result, keep the messages). Report a
+ * failure with `zoo_hook_result_set_error`: a failing hook fails safe (a
+ * failing `filter_input` rejects the message, a failing `before_tool_call`
+ * denies the call, any other failure changes nothing) and is passed to
+ * `on_error`. A decision that is not valid JSON of the documented shape
+ * counts as a failure.
+ */
+typedef void (*zoo_hook_fn)(void *user_data,
+                            const char *input_json,
+                            size_t input_len,
+                            struct zoo_hook_result *result);
+
+/**
+ * The `on_error` hook: a chat failed with `code` and `message`
+ * (`message_len` bytes, also NUL-terminated, valid only during the call),
+ * or another hook failed (then `code` is `ZOO_INTERNAL` and the message
+ * names the hook). Runs on the inference thread.
+ */
+typedef void (*zoo_hook_error_fn)(void *user_data,
+                                  enum zoo_status code,
+                                  const char *message,
+                                  size_t message_len);
+
+/**
+ * The hooks of an agent's chats. Every callback may be NULL (that point
+ * changes nothing); zero-initialise (`zoo_hooks h = {0};`) and set the
+ * ones you need. The JSON each one receives, and the decision it may
+ * write, both in the same shape as every other language:
+ */
+typedef struct zoo_hooks {
+  /**
+   * Checks the user's message before anything is decoded. Input
+   * `{"message": "..."}`; decision `{"action": "pass"}`,
+   * `{"action": "warn", "warning": "..."}` (appended to the message the
+   * model sees) or `{"action": "reject", "reason": "..."}` (the chat ends
+   * with stop reason `rejected`, an `input_rejected` event, and the
+   * history unchanged).
+   */
+  zoo_hook_fn filter_input;
+  /**
+   * Before model reply `turn` (1 for the first). Input `{"turn": 1}`;
+   * decision `{"action": "continue"}` or `{"action": "end"}` (the chat
+   * ends with stop reason `stop` and the last reply's text).
+   */
+  zoo_hook_fn before_turn;
+  /**
+   * After model reply `turn`. Input `{"turn": 1, "text": "..."}` (tool
+   * call markup included); no decision.
+   */
+  zoo_hook_fn after_turn;
+  /**
+   * Before a tool call runs. Input the call `{"id": "...", "name":
+   * "...", "arguments": {...}}`; decision `{"action": "allow"}`,
+   * `{"action": "deny", "reason": "..."}` (the model reads the reason as
+   * the call's error) or `{"action": "rewrite", "arguments": {...}}` (run
+   * with these arguments, validated again against the tool's schema).
+   */
+  zoo_hook_fn before_tool_call;
+  /**
+   * After a tool call. Input `{"call": {...}, "result": <json>}` (the
+   * call as the model wrote it, before any rewrite), or
+   * `{"call": {...}, "error": "..."}` when it failed; decision: the
+   * JSON value the model reads instead (a failed call then succeeds with
+   * it).
+   */
+  zoo_hook_fn after_tool_call;
+  /**
+   * Edits the messages sent to the model for the next reply (system
+   * prompt first) without touching the stored history. Input
+   * `{"messages": [{"role": "user", "content": "..."}, ...]}`
+   * (the history's shape); decision: the array of messages to send.
+   */
+  zoo_hook_fn transform_context;
+  /**
+   * A chat failed, or another hook did (see `zoo_hook_error_fn`).
+   */
+  zoo_hook_error_fn on_error;
+  /**
+   * Passed to every callback.
+   */
+  void *user_data;
+  /**
+   * Frees `user_data` (may be NULL). Runs exactly once: when the hooks
+   * are replaced or removed and no chat is running them, when the agent
+   * is freed, or right away if `zoo_agent_set_hooks` fails.
+   */
+  zoo_free_fn free_user_data;
+} zoo_hooks;
 
 /**
  * Load progress from 0.0 to 1.0, called on the loading thread. Return
@@ -510,6 +610,37 @@ enum zoo_status zoo_chat_cancel(const struct zoo_chat *chat);
  * not); its callbacks still run. NULL is ignored.
  */
 void zoo_chat_free(struct zoo_chat *chat);
+
+/**
+ * Sets the hooks every chat of `agent` runs, replacing any earlier ones
+ * (a chat already running keeps the hooks it started with). NULL
+ * `hooks` removes them. The struct is read during the call and need not
+ * outlive it; its `user_data` is kept until `free_user_data` runs (see
+ * `zoo_hooks`).
+ *
+ * Returns `ZOO_INVALID_ARGUMENT` for a NULL agent.
+ */
+enum zoo_status zoo_agent_set_hooks(const struct zoo_agent *agent,
+                                    const struct zoo_hooks *hooks,
+                                    char **out_error);
+
+/**
+ * Sets a hook's decision to a JSON value (its shape per hook is given in
+ * `zoo_hooks`). Call from inside the hook; a later call replaces an
+ * earlier one. Returns `ZOO_INVALID_JSON` if `json` does not parse; the
+ * decision is then left as it was.
+ */
+enum zoo_status zoo_hook_result_set_json(struct zoo_hook_result *result,
+                                         const char *json,
+                                         char **out_error);
+
+/**
+ * Reports that the hook failed with `message`: it fails safe, as
+ * `zoo_hook_fn` says, and the failure reaches `on_error`.
+ */
+enum zoo_status zoo_hook_result_set_error(struct zoo_hook_result *result,
+                                          const char *message,
+                                          char **out_error);
 
 /**
  * Connects the agent to an MCP server and registers each of its tools as

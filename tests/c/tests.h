@@ -60,6 +60,11 @@
     X(runtime_steer_from_a_thread, 15)       \
     X(runtime_follow_up_and_limits, 15)      \
     X(runtime_ids_and_arguments, 10)         \
+    /* test_hooks.c */                        \
+    X(hooks_rejecting_filter, 10)            \
+    X(hooks_deny_rewrite_replace, 10)        \
+    X(hooks_fail_safe, 10)                   \
+    X(hooks_argument_errors, 5)              \
     /* test_remote.c */                      \
     X(remote_openai_chat, 30)                \
     /* test_scenarios.c */                   \

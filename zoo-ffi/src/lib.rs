@@ -21,6 +21,7 @@
 mod agent;
 mod boundary;
 mod chat;
+mod hooks;
 mod mcp;
 mod model;
 mod status;
@@ -30,6 +31,7 @@ mod tool;
 
 pub use agent::*;
 pub use chat::*;
+pub use hooks::*;
 pub use mcp::*;
 pub use model::*;
 pub use status::*;

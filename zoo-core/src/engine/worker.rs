@@ -252,8 +252,10 @@ fn run_chat(
         Err(_) => (StopReason::Error, Usage::default()),
     };
     callbacks.event(EventKind::ChatFinished { stop_reason, usage });
-    // The token and event callbacks (and whatever they own) go before the
-    // handle resolves, so a caller woken by the result sees them released.
+    // The token and event callbacks and the chat's hooks (and whatever they
+    // own) go before the handle resolves, so a caller woken by the result
+    // sees them released.
+    drop(callbacks);
     drop(options);
     finish_chat(job_completion, result);
 }
