@@ -12,6 +12,7 @@
 """
 
 from ._agent import Agent, ChatStream, Model
+from ._hooks import Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
 from ._mcp import McpServerInfo
 from ._native import (
     AgentNotRunningError,
@@ -44,6 +45,8 @@ __all__ = [
     "AuthenticationError",
     "ChatStream",
     "ContextOverflowError",
+    "Deny",
+    "EndChat",
     "Event",
     "InferenceError",
     "InternalError",
@@ -58,8 +61,12 @@ __all__ = [
     "ModelLoadError",
     "OperationCancelledError",
     "ProviderError",
+    "Reject",
+    "Replace",
     "Response",
+    "Rewrite",
     "Token",
+    "ToolCall",
     "ToolCallRecord",
     "ToolErrorRecord",
     "ToolHandlerError",
@@ -67,6 +74,7 @@ __all__ = [
     "ToolRetriesExhaustedError",
     "ToolValidationError",
     "Usage",
+    "Warn",
     "ZooError",
     "ZooIOError",
     "__version__",

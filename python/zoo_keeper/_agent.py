@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, 
 
 from . import _native
 from ._mcp import McpServerInfo, transport_json
+from ._hooks import _HookMethods
 from ._native import InvalidArgumentError
 from ._response import Event, Response, Token
 from ._schema import convert_arguments, function_schema
@@ -77,7 +78,7 @@ class _AsyncToolRunner:
         return private.run_until_complete(coroutine)
 
 
-class Agent:
+class Agent(_HookMethods):
     """A tool-using agent with its own inference thread.
 
     Create it with `model_path=...` (or `model=` a shared `Model`) and any
@@ -92,6 +93,11 @@ class Agent:
     echoes `echo: <message>`::
 
         Agent(provider={"type": "mock", "replies": ["Hello!", {"error": "boom"}], "piece_delay_ms": 5})
+
+    Hooks and input filters (`@agent.input_filter`, `@agent.before_turn`,
+    `@agent.after_turn`, `@agent.before_tool_call`,
+    `@agent.after_tool_call`, `@agent.transform_context`, `@agent.on_error`)
+    run at fixed points of every chat; see `zoo_keeper._hooks`.
     """
 
     def __init__(self, model_path: Optional[str] = None, *, model: Optional[Model] = None, **config: Any) -> None:

@@ -20,6 +20,18 @@ def run(path: str) -> Optional[str]:
 
         agent.register_tool("echo", "Echo", {"type": "object"}, lambda **kw: kw, exclusive=False, timeout_ms=None)
 
+        # Hook decorators keep the function's type.
+        @agent.before_tool_call
+        def guard(call: zk.ToolCall) -> Optional[zk.Deny]:
+            return zk.Deny("not now") if call.name == "save" else None
+
+        @agent.input_filter
+        def check(message: str) -> Optional[zk.Reject]:
+            return zk.Reject("empty") if not message else None
+
+        denied: Optional[zk.Deny] = guard(zk.ToolCall(id="1", name="save", arguments={}))
+        assert denied is not None and check("hi") is None
+
         tokens: List[str] = []
         response: zk.Response = agent.chat("2 + 3?", on_token=tokens.append)
         for item in agent.stream("again"):

@@ -12,6 +12,7 @@ use zoo_core::{
 };
 
 use crate::errors::{to_py, IntoPy};
+use crate::hooks::PyHooks;
 use crate::model::NativeModel;
 use crate::thread_state;
 
@@ -164,7 +165,7 @@ fn call_python_tool(function: &Py<PyAny>, arguments: &Value) -> Result<Value, St
 }
 
 /// `TypeName: message`, as Python prints an exception's last line.
-fn describe(py: Python<'_>, error: &PyErr) -> String {
+pub(crate) fn describe(py: Python<'_>, error: &PyErr) -> String {
     let name = error
         .get_type(py)
         .name()
@@ -257,6 +258,20 @@ impl NativeAgent {
     /// Removes a tool; returns whether it existed.
     fn unregister_tool(&self, name: &str) -> PyResult<bool> {
         Ok(self.agent()?.unregister_tool(name))
+    }
+
+    /// Sets the hooks every chat runs: `dispatch(hook, input_json)` is
+    /// called for the points in `names` (see `hooks::PyHooks`); None
+    /// removes them. A chat already running keeps the hooks it started with.
+    #[pyo3(signature = (dispatch, names))]
+    fn set_hooks(&self, dispatch: Option<Py<PyAny>>, names: Vec<String>) -> PyResult<()> {
+        let hooks = dispatch
+            .map(|dispatch| PyHooks::new(dispatch, &names))
+            .transpose()
+            .py_err()?;
+        self.agent()?
+            .set_hooks(hooks.map(|hooks| Arc::new(hooks) as Arc<dyn zoo_core::Hooks>));
+        Ok(())
     }
 
     /// Connects an MCP server described by `transport_json` (the C ABI's

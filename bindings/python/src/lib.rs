@@ -9,6 +9,7 @@
 
 mod agent;
 mod errors;
+mod hooks;
 mod model;
 mod thread_state;
 
