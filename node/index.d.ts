@@ -22,6 +22,12 @@ export declare class NativeAgent {
   /** Removes a tool; returns whether it existed. */
   unregisterTool(name: string): boolean
   /**
+   * Sets the hooks every chat runs: `dispatch` is the package's wrapper
+   * (see `hooks::NodeHooks`), called for the points in `names`; null
+   * removes them. A chat already running keeps the hooks it started with.
+   */
+  setHooks(dispatch: ((arg: string) => Promise<string>) | undefined | null, names: Array<string>): void
+  /**
    * Starts a chat and returns at once. `drain(kinds, texts)` receives the
    * chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
    * last), 3 an error (`[zoo:CODE] message`, last). Tokens and events

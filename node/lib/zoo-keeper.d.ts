@@ -89,6 +89,8 @@ export interface AgentConfig {
   followUpMode?: QueueMode
   /** What the agent runs on instead of a local model (then no `modelPath`). */
   provider?: Provider
+  /** Hooks every chat runs (see `Agent.setHooks`). */
+  hooks?: Hooks | null
 }
 
 /** A reply of the mock provider: a string streamed word by word, or an error that fails its chat (`inferenceFailed`). */
@@ -184,6 +186,41 @@ export interface Message {
   toolCallId?: string
   name?: string
   isError?: boolean
+}
+
+/** What a hook may return: a value or a Promise of it; undefined or null changes nothing. */
+export type HookResult<T> = T | undefined | null | void | Promise<T | undefined | null | void>
+
+/** An input filter's decision: `warn` appends the warning to the message the model sees; `reject` ends the chat unsent. */
+export type InputDecision = { action: 'pass' } | { action: 'warn'; warning: string } | { action: 'reject'; reason: string }
+/** A `beforeTurn` decision: `end` ends the chat with stop reason `stop`. */
+export type TurnDecision = { action: 'continue' } | { action: 'end' }
+/** A `beforeToolCall` decision: `deny` (the model reads the reason) or `rewrite` (the arguments are validated again). */
+export type ToolCallDecision = { action: 'allow' } | { action: 'deny'; reason: string } | { action: 'rewrite'; arguments: Record<string, unknown> }
+/** A tool call's outcome as `afterToolCall` sees it. */
+export type ToolOutcome = { result: unknown; error?: undefined } | { error: string; result?: undefined }
+
+/**
+ * Hooks: each optional, sync or async, run on the JavaScript thread while
+ * the chat waits. A hook that throws or rejects fails safe: a failing
+ * `inputFilter` rejects, a failing `beforeToolCall` denies, any other
+ * changes nothing; the failure reaches `onError`.
+ */
+export interface Hooks {
+  /** Checks the user's message before anything is decoded. */
+  inputFilter?: (message: string) => HookResult<InputDecision>
+  /** Before model reply `turn` (1 for the first). */
+  beforeTurn?: (turn: number) => HookResult<TurnDecision>
+  /** After model reply `turn`, with its text (tool-call markup included). */
+  afterTurn?: (turn: number, text: string) => unknown
+  /** Before a tool call runs. */
+  beforeToolCall?: (call: ToolCall) => HookResult<ToolCallDecision>
+  /** After a tool call (as the model wrote it); `{result}` replaces what the model reads. */
+  afterToolCall?: (call: ToolCall, outcome: ToolOutcome) => HookResult<{ result: unknown }>
+  /** Edits the messages sent for the next reply (system prompt first); the stored history is untouched. */
+  transformContext?: (messages: Message[]) => HookResult<Message[]>
+  /** A chat failed, or a hook did (code 16, internal, naming the hook). A throw here becomes a process warning. */
+  onError?: (error: ZooError) => unknown
 }
 
 export interface ToolCallRecord {
@@ -366,6 +403,8 @@ export declare class Agent {
   static create(config: AgentConfig): Promise<Agent>
   registerTool<Args = any>(definition: ToolDefinition, handler: ToolHandler<Args>): void
   unregisterTool(name: string): boolean
+  /** Replaces the agent's hooks (`{}` or null removes them); a running chat keeps its own. */
+  setHooks(hooks: Hooks | null): void
   /**
    * Connects an MCP server and registers its tools as `${name}__${tool}`;
    * rejects with a ZooError of code 14 (MCP) when it cannot start or answer.

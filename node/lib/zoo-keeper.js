@@ -162,6 +162,79 @@ function wrapTool(handler) {
   }
 }
 
+/** The hook points: the keys of `hooks` in `Agent.create` and `setHooks`, and their JSON names. */
+const HOOKS = {
+  inputFilter: 'input_filter',
+  beforeTurn: 'before_turn',
+  afterTurn: 'after_turn',
+  beforeToolCall: 'before_tool_call',
+  afterToolCall: 'after_tool_call',
+  transformContext: 'transform_context',
+  onError: 'on_error',
+}
+
+/** The hook functions of `hooks` by JSON name; a bad key or value throws a ZooError (code 1). */
+function checkHooks(hooks) {
+  const byName = {}
+  if (hooks === undefined || hooks === null) return byName
+  checkObject(hooks, '`hooks`')
+  for (const [key, fn] of Object.entries(hooks)) {
+    if (!Object.hasOwn(HOOKS, key)) {
+      throw invalid(`invalid argument: \`${key}\` is not a hook (expected one of ${Object.keys(HOOKS).join(', ')})`)
+    }
+    if (fn === undefined || fn === null) continue
+    if (typeof fn !== 'function') throw invalid(`invalid argument: the \`${key}\` hook must be a function, got ${typeof fn}`)
+    byName[HOOKS[key]] = fn
+  }
+  return byName
+}
+
+/** Calls the hook `name` with its JSON input; resolves to its decision in the shared JSON shape, or null. */
+async function runHook(fn, name, input) {
+  switch (name) {
+    case 'input_filter':
+      return fn(input.message)
+    case 'before_turn':
+      return fn(input.turn)
+    case 'after_turn':
+      await fn(input.turn, input.text)
+      return null
+    case 'before_tool_call':
+      return fn({ id: input.id, name: input.name, arguments: input.arguments })
+    case 'after_tool_call': {
+      const { call } = input
+      const outcome = 'error' in input ? { error: input.error } : { result: input.result }
+      return fn({ id: call.id, name: call.name, arguments: call.arguments }, outcome)
+    }
+    case 'transform_context': {
+      const messages = await fn(input.messages.map(toMessage))
+      if (messages === undefined || messages === null) return null
+      if (!Array.isArray(messages)) throw new TypeError('the transformContext hook must return an array of messages or undefined')
+      return messages.map(fromMessage)
+    }
+    default: // on_error
+      await fn(new ZooError(input.code, input.message))
+      return null
+  }
+}
+
+/** The hooks wrapped in one dispatcher that never rejects: see bindings/node/src/hooks.rs. */
+function wrapHooks(byName) {
+  return async (json) => {
+    const { hook, input } = JSON.parse(json)
+    try {
+      const value = (await runHook(byName[hook], hook, input)) ?? null
+      const out = JSON.stringify({ ok: true, value })
+      if (out === undefined) throw new TypeError('the hook returned a value JSON cannot hold')
+      return out
+    } catch (thrown) {
+      // onError has no one else to tell.
+      if (hook === 'on_error') process.emitWarning(`the onError hook threw ${describe(thrown)}`, 'ZooHookWarning')
+      return JSON.stringify({ ok: false, error: describe(thrown) })
+    }
+  }
+}
+
 /** A tool-using agent with its own inference thread. */
 class Agent {
   #native
@@ -186,8 +259,9 @@ class Agent {
     // Anything but an object goes to the engine as it is, which refuses it
     // in the same words as for C and Python.
     const object = config !== null && typeof config === 'object' && !Array.isArray(config)
-    const { model, ...rest } = object ? config : {}
+    const { model, hooks, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
+    const hookFunctions = checkHooks(hooks)
     if (object && model === undefined && rest.modelPath === undefined && rest.provider === undefined) {
       throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath`, `model` (a loaded Model) or `provider`')
     }
@@ -198,7 +272,47 @@ class Agent {
     } catch (error) {
       throw configError(error)
     }
-    return new Agent(CONSTRUCT, nativeAgent)
+    const agent = new Agent(CONSTRUCT, nativeAgent)
+    agent.#installHooks(hookFunctions)
+    return agent
+  }
+
+  /**
+   * Sets the hooks every chat runs, replacing all earlier ones (`{}` or
+   * null removes them; a chat already running keeps its own). Each is
+   * optional, may be sync or async, and runs on the JavaScript thread while
+   * the chat waits for it. Returning undefined (or null) changes nothing:
+   * - `inputFilter(message)`: `{action: 'warn', warning}` (appended to the
+   *   message the model sees) or `{action: 'reject', reason}` (the chat
+   *   ends with stop reason 'rejected', an `input_rejected` event, and the
+   *   history unchanged), before anything is decoded.
+   * - `beforeTurn(turn)` (1 for the first reply): `{action: 'end'}` ends the
+   *   chat with stop reason 'stop'.
+   * - `afterTurn(turn, text)`: its result is ignored.
+   * - `beforeToolCall(call)` (`{id, name, arguments}`): `{action: 'deny',
+   *   reason}` (the model reads the reason as the call's error) or
+   *   `{action: 'rewrite', arguments}` (validated again).
+   * - `afterToolCall(call, outcome)` (`outcome` is `{result}` or
+   *   `{error}`, the call as the model wrote it): `{result: value}` is what
+   *   the model reads instead (a failed call then succeeds with it).
+   * - `transformContext(messages)`: the messages sent for the next reply
+   *   (system prompt first); return the array to send instead. The stored
+   *   history is untouched.
+   * - `onError(error)`: a ZooError when a chat failed, or code 16
+   *   (internal) naming a hook that failed.
+   * A hook that throws or rejects (or gives a decision of the wrong shape)
+   * never crashes the agent and fails safe: a failing `inputFilter` rejects
+   * the message, a failing `beforeToolCall` denies the call, any other
+   * failing hook changes nothing; the failure reaches `onError`. A throw in
+   * `onError` itself becomes a process warning.
+   */
+  setHooks(hooks) {
+    this.#installHooks(checkHooks(hooks))
+  }
+
+  #installHooks(byName) {
+    const names = Object.keys(byName)
+    native(() => this.#native.setHooks(names.length ? wrapHooks(byName) : null, names))
   }
 
   /**

@@ -24,6 +24,7 @@ use zoo_core::{
 };
 
 use crate::errors::{integer, message, to_napi, IntoNapi};
+use crate::hooks::NodeHooks;
 use crate::model::NativeModel;
 use crate::tools::{self, ToolFunction};
 
@@ -164,6 +165,27 @@ impl NativeAgent {
     #[napi]
     pub fn unregister_tool(&self, name: String) -> napi::Result<bool> {
         Ok(self.agent()?.unregister_tool(&name))
+    }
+
+    /// Sets the hooks every chat runs: `dispatch` is the package's wrapper
+    /// (see `hooks::NodeHooks`), called for the points in `names`; null
+    /// removes them. A chat already running keeps the hooks it started with.
+    #[napi]
+    pub fn set_hooks(
+        &self,
+        dispatch: Option<Function<'_, String, Promise<String>>>,
+        names: Vec<String>,
+    ) -> napi::Result<()> {
+        let agent = self.agent()?;
+        let hooks = match dispatch {
+            None => None,
+            Some(dispatch) => {
+                let hooks = NodeHooks::new(tools::tool_function(dispatch)?, &names).napi_err()?;
+                Some(Arc::new(hooks) as Arc<dyn zoo_core::Hooks>)
+            }
+        };
+        agent.set_hooks(hooks);
+        Ok(())
     }
 
     /// Starts a chat and returns at once. `drain(kinds, texts)` receives the

@@ -12,6 +12,7 @@
 
 mod agent;
 mod errors;
+mod hooks;
 mod model;
 mod tools;
 
