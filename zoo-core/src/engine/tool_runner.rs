@@ -31,13 +31,16 @@ const CANCEL_POLL: Duration = Duration::from_millis(5);
 /// the lanes' earlier calls.
 pub(crate) const MAX_LANES: usize = 16;
 
+/// How a handler call ended, and when.
+type Outcome = (Result<Value>, Instant);
+
 /// One handler call for the tool thread.
 struct ToolJob {
     tool: Tool,
     arguments: Value,
     /// The chat's token: a call given up while it queued never runs.
     cancel: CancelToken,
-    reply: SyncSender<Result<Value>>,
+    reply: SyncSender<Outcome>,
 }
 
 /// How a handler call ended, seen from the inference thread.
@@ -52,14 +55,25 @@ pub(crate) enum ToolRun {
 
 /// A call handed to a lane, not yet waited for.
 pub(crate) struct Pending {
-    result: std::result::Result<Receiver<Result<Value>>, Error>,
+    result: std::result::Result<Receiver<Outcome>, Error>,
+    /// When the call was handed over: its time limit counts from here, not
+    /// from when the inference thread gets round to waiting for it (under
+    /// `parallel`, after the calls before it in the reply).
+    started: Instant,
 }
 
 impl Pending {
-    /// Waits for the handler, until `cancel` is set or `timeout` passes.
+    /// Waits for the handler, until `cancel` is set or `timeout` (counted
+    /// from the call's start) passes. A handler that returned after its
+    /// limit is timed out too, even when its result was already waiting:
+    /// the outcome does not depend on how long the calls before it took.
     pub(crate) fn wait(self, cancel: &CancelToken, timeout: Option<Duration>) -> ToolRun {
         match self.result {
-            Ok(result) => wait(&result, cancel, timeout.map(|t| (t, Instant::now() + t))),
+            // A limit too far to be an instant is no limit.
+            Ok(result) => {
+                let limit = timeout.and_then(|t| Some((t, self.started.checked_add(t)?)));
+                wait(&result, cancel, limit)
+            }
             Err(error) => ToolRun::Finished(Err(error)),
         }
     }
@@ -89,6 +103,7 @@ impl ToolRunner {
         arguments: Value,
         cancel: &CancelToken,
     ) -> Pending {
+        let started = Instant::now();
         let (reply, result) = sync_channel(1);
         let job = ToolJob {
             tool: tool.clone(),
@@ -101,6 +116,7 @@ impl ToolRunner {
             .and_then(|jobs| jobs.send(job).map_err(|_| thread_gone()));
         Pending {
             result: sent.map(|()| result),
+            started,
         }
     }
 
@@ -139,12 +155,12 @@ fn serve(queue: Receiver<ToolJob>) {
         }
         let outcome = job.tool.invoke_validated(job.arguments);
         // The inference thread may have stopped waiting: then nobody reads it.
-        let _ = job.reply.send(outcome);
+        let _ = job.reply.send((outcome, Instant::now()));
     }
 }
 
 fn wait(
-    result: &Receiver<Result<Value>>,
+    result: &Receiver<Outcome>,
     cancel: &CancelToken,
     limit: Option<(Duration, Instant)>,
 ) -> ToolRun {
@@ -152,14 +168,30 @@ fn wait(
         if cancel.is_cancelled() {
             return ToolRun::Abandoned;
         }
-        if let Some((timeout, deadline)) = limit {
-            if Instant::now() >= deadline {
-                return ToolRun::TimedOut(timeout);
+        // Wake at the deadline, not up to a poll later.
+        let slice = limit.map_or(CANCEL_POLL, |(_, deadline)| {
+            deadline
+                .saturating_duration_since(Instant::now())
+                .min(CANCEL_POLL)
+        });
+        match result.recv_timeout(slice) {
+            // Judged by when the handler returned, not when it is read: a
+            // call that finished in time is never timed out for being
+            // waited for late, and one that finished past its limit is
+            // timed out even if its result was already waiting.
+            Ok((outcome, finished)) => {
+                return match limit {
+                    Some((timeout, deadline)) if finished > deadline => ToolRun::TimedOut(timeout),
+                    _ => ToolRun::Finished(outcome),
+                }
             }
-        }
-        match result.recv_timeout(CANCEL_POLL) {
-            Ok(outcome) => return ToolRun::Finished(outcome),
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some((timeout, deadline)) = limit {
+                    if Instant::now() >= deadline {
+                        return ToolRun::TimedOut(timeout);
+                    }
+                }
+            }
             // A call given up while it queued is dropped unrun: that is the
             // stop, not a broken thread.
             Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => {
