@@ -12,7 +12,7 @@
  * This file tells TSan what zoo.h promises, and nothing more, by a
  * release/acquire pair on one address standing for libzoo:
  *   - what a thread did before starting work on the inference thread
- *     (zoo_agent_chat, zoo_agent_chat_async, zoo_agent_register_tool,
+ *     (zoo_agent_chat, zoo_agent_chat_async, zoo_agent_register_tool[_with_options],
  *     zoo_agent_free, zoo_chat_free, zoo_chat_cancel, zoo_agent_stop)
  *     happens before the callbacks and tool handlers that work runs;
  *   - what the callbacks and tool handlers did happens before a call that
@@ -131,6 +131,10 @@ void __real_zoo_agent_free(zoo_agent *);
 zoo_status __real_zoo_agent_register_tool(const zoo_agent *, const char *, const char *,
                                           const char *, zoo_tool_fn, void *, zoo_free_fn,
                                           char **);
+zoo_status __real_zoo_agent_register_tool_with_options(const zoo_agent *, const char *,
+                                                       const char *, const char *,
+                                                       const zoo_tool_options *, zoo_tool_fn,
+                                                       void *, zoo_free_fn, char **);
 
 zoo_status __wrap_zoo_agent_chat(const zoo_agent *agent, const char *message,
                                  const zoo_chat_options *options,
@@ -206,4 +210,27 @@ zoo_status __wrap_zoo_agent_register_tool(const zoo_agent *agent, const char *na
     handing_over();
     return __real_zoo_agent_register_tool(agent, name, description, schema_json, t_tool, t,
                                           t_free_tool, out_error);
+}
+
+/* zoo.hpp registers its tools here (with their options). */
+zoo_status __wrap_zoo_agent_register_tool_with_options(const zoo_agent *agent, const char *name,
+                                                       const char *description,
+                                                       const char *schema_json,
+                                                       const zoo_tool_options *options,
+                                                       zoo_tool_fn handler, void *user_data,
+                                                       zoo_free_fn free_user_data,
+                                                       char **out_error) {
+    if (!handler) {
+        return __real_zoo_agent_register_tool_with_options(agent, name, description, schema_json,
+                                                           options, handler, user_data,
+                                                           free_user_data, out_error);
+    }
+    tool_trampoline *t = malloc(sizeof *t);
+    if (!t) abort();
+    t->handler = handler;
+    t->user_data = user_data;
+    t->free_user_data = free_user_data;
+    handing_over();
+    return __real_zoo_agent_register_tool_with_options(agent, name, description, schema_json,
+                                                       options, t_tool, t, t_free_tool, out_error);
 }
