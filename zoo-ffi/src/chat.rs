@@ -216,21 +216,16 @@ pub extern "C" fn zoo_agent_chat(
     out_response_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    let data = callbacks_data(callbacks);
-    guard(out_error, move || {
-        let out = out_arg(out_response_json, "out_response_json")?;
-        let agent = handle_arg(agent, "agent")?;
-        let message = str_arg(message, "message")?;
-        let options = chat_options(options, callbacks, data, false)?;
-        if agent.agent.on_inference_thread() {
-            return Err(Error::InvalidArgument(
-                "zoo_agent_chat cannot be called from this agent's own callbacks (it would wait \
-                 for itself); use zoo_agent_chat_async"
-                    .into(),
-            ));
-        }
-        out.write(response_json(agent.agent.chat(message, options).wait())?);
-        Ok(())
+    let blocking = Blocking {
+        agent,
+        function: "zoo_agent_chat",
+        hint: "; use zoo_agent_chat_async",
+        options,
+        callbacks,
+        out_response_json,
+    };
+    blocking.run(out_error, |agent, options| {
+        Ok(agent.chat(str_arg(message, "message")?, options))
     })
 }
 
@@ -248,14 +243,15 @@ pub extern "C" fn zoo_agent_continue(
     out_response_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    let data = callbacks_data(callbacks);
-    guard(out_error, move || {
-        let out = out_arg(out_response_json, "out_response_json")?;
-        let agent = blocking_agent(agent, "zoo_agent_continue")?;
-        let options = chat_options(options, callbacks, data, false)?;
-        out.write(response_json(agent.continue_chat(options).wait())?);
-        Ok(())
-    })
+    let blocking = Blocking {
+        agent,
+        function: "zoo_agent_continue",
+        hint: "",
+        options,
+        callbacks,
+        out_response_json,
+    };
+    blocking.run(out_error, |agent, options| Ok(agent.continue_chat(options)))
 }
 
 /// Drops the last assistant turn (its replies, tool calls and results) and
@@ -270,26 +266,54 @@ pub extern "C" fn zoo_agent_regenerate(
     out_response_json: *mut *mut c_char,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    let data = callbacks_data(callbacks);
-    guard(out_error, move || {
-        let out = out_arg(out_response_json, "out_response_json")?;
-        let agent = blocking_agent(agent, "zoo_agent_regenerate")?;
-        let options = chat_options(options, callbacks, data, false)?;
-        out.write(response_json(agent.regenerate(options).wait())?);
-        Ok(())
-    })
+    let blocking = Blocking {
+        agent,
+        function: "zoo_agent_regenerate",
+        hint: "",
+        options,
+        callbacks,
+        out_response_json,
+    };
+    blocking.run(out_error, |agent, options| Ok(agent.regenerate(options)))
 }
 
-/// The agent of a blocking call, refused from the agent's own callbacks
-/// and tools (the call would wait for itself).
-fn blocking_agent<'a>(agent: *const zoo_agent, function: &str) -> FfiResult<&'a zoo_core::Agent> {
-    let agent = &handle_arg(agent, "agent")?.agent;
-    if agent.on_inference_thread() {
-        return Err(Error::InvalidArgument(format!(
-            "{function} cannot be called from this agent's own callbacks (it would wait for itself)"
-        )));
+/// The arguments the blocking chats share: `zoo_agent_chat`,
+/// `zoo_agent_continue` and `zoo_agent_regenerate` differ only in how the
+/// chat starts.
+struct Blocking {
+    agent: *const zoo_agent,
+    function: &'static str,
+    /// Appended to the refusal from the agent's own callbacks.
+    hint: &'static str,
+    options: *const zoo_chat_options,
+    callbacks: *const zoo_chat_callbacks,
+    out_response_json: *mut *mut c_char,
+}
+
+impl Blocking {
+    /// Starts the chat with `start` and waits for its response. A call from
+    /// the agent's own callbacks or tools is refused: it would wait for itself.
+    fn run(
+        self,
+        out_error: *mut *mut c_char,
+        start: impl FnOnce(&zoo_core::Agent, ChatOptions) -> FfiResult<ChatHandle>,
+    ) -> zoo_status {
+        let data = callbacks_data(self.callbacks);
+        guard(out_error, move || {
+            let out = out_arg(self.out_response_json, "out_response_json")?;
+            let agent = &handle_arg(self.agent, "agent")?.agent;
+            let options = chat_options(self.options, self.callbacks, data, false)?;
+            if agent.on_inference_thread() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} cannot be called from this agent's own callbacks (it would wait \
+                     for itself){}",
+                    self.function, self.hint
+                )));
+            }
+            out.write(response_json(start(agent, options)?.wait())?);
+            Ok(())
+        })
     }
-    Ok(agent)
 }
 
 /// An asynchronous chat. Free it with `zoo_chat_free` (which does not
