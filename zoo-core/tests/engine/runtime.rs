@@ -189,14 +189,18 @@ fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
     ]);
     mock.set_piece_delay(Duration::from_millis(5));
     let agent = Arc::new(agent_on(&mock));
+    // The reply holds at its first token until the steer is in, so the
+    // steer lands during the reply however slowly the test's threads run.
     let (first_token, token_seen) = mpsc::channel();
-    let first_token = Mutex::new(Some(first_token));
+    let (steered, steer_done) = mpsc::channel::<()>();
+    let gate = Mutex::new(Some((first_token, steer_done)));
     let (events, options) = recorder();
     let handle = agent.chat(
         "question",
         options.on_token(move |_| {
-            if let Some(tx) = first_token.lock().unwrap().take() {
+            if let Some((tx, done)) = gate.lock().unwrap().take() {
                 let _ = tx.send(());
+                let _ = done.recv_timeout(PROMPTLY);
             }
         }),
     );
@@ -207,6 +211,7 @@ fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
     std::thread::spawn(move || steerer.steer("be brief"))
         .join()
         .unwrap();
+    steered.send(()).unwrap();
     let response = handle.wait().unwrap();
     assert_eq!(response.text, "corrected answer");
     let events = events.lock().unwrap();
