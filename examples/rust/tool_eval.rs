@@ -1,181 +1,208 @@
-//! Tool-call evaluation on a real model: for a set of prompts that need a
-//! tool and a set that do not, how often each tool-choice mode produces a
-//! valid call to the right tool, and how often it answers in prose.
+//! Tool-call evaluation on a real model: over the cases of
+//! `tests/eval/tool_cases.json` (three tool sets, prompts that need a tool
+//! and prompts that need none, a fixed tune/report split), how often each
+//! tool-choice mode calls the right tool, with the right arguments, and
+//! answers in prose when no tool fits; with the time per case.
 //!
 //! ```sh
-//! cargo run --release --example tool_eval            # SmolLM2, the default model
-//! cargo run --release --example tool_eval -- --scores   # only the call-opening scores
+//! cargo run --release --example tool_eval                       # SmolLM2, report split
+//! cargo run --release --example tool_eval -- --split tune       # the cases thresholds are tuned on
+//! cargo run --release --example tool_eval -- --scores           # only the call-opening scores
+//! ZOO_MODEL=models/gemma-3-270m-it-Q8_0.gguf cargo run --release --example tool_eval
 //! ```
 
-use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
     CancelToken, Config, LlamaBackend, Message, Model, ModelParams, ToolChoice, ToolDefinition,
 };
 
-fn tools() -> Vec<ToolDefinition> {
-    let def = |name: &str, description: &str, parameters: serde_json::Value| ToolDefinition {
-        name: name.into(),
-        description: description.into(),
-        parameters,
-    };
-    vec![
-        def(
-            "get_weather",
-            "Get the current weather for a city",
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        ),
-        def(
-            "calculator",
-            "Apply an arithmetic operation to two numbers",
-            json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}, "op": {"type": "string", "enum": ["add", "subtract", "multiply", "divide"]}}, "required": ["a", "b", "op"]}),
-        ),
-        def(
-            "clock",
-            "The current time",
-            json!({"type": "object", "properties": {}}),
-        ),
-        def(
-            "set_alarm",
-            "Set an alarm at a time of day",
-            json!({"type": "object", "properties": {"hour": {"type": "integer"}, "minute": {"type": "integer"}}, "required": ["hour", "minute"]}),
-        ),
-        def(
-            "send_email",
-            "Send an email",
-            json!({"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}, "body": {"type": "string"}}, "required": ["to", "subject", "body"]}),
-        ),
-    ]
+/// One prompt and what a right answer to it is.
+#[derive(Debug, Deserialize)]
+struct Case {
+    set: String,
+    prompt: String,
+    split: String,
+    /// The tool a right reply calls; `None` when the right reply is prose.
+    tool: Option<String>,
+    #[serde(default)]
+    arguments: BTreeMap<String, Value>,
 }
 
-/// Prompts that need a tool, with the tool they need.
-pub const NEEDS_TOOL: [(&str, &str); 20] = [
-    ("What's the weather in Tokyo?", "get_weather"),
-    ("Is it raining in London right now?", "get_weather"),
-    ("How hot is it in Cairo today?", "get_weather"),
-    ("Tell me the current weather in Paris.", "get_weather"),
-    ("What is 17 times 23?", "calculator"),
-    ("Add 1234 and 5678.", "calculator"),
-    ("Divide 100 by 7.", "calculator"),
-    ("What is 45 minus 19?", "calculator"),
-    ("What time is it?", "clock"),
-    ("Tell me the current time.", "clock"),
-    ("What's the time right now?", "clock"),
-    ("Do you know what time it is now?", "clock"),
-    ("Wake me up at 6:30.", "set_alarm"),
-    ("Set an alarm for 7 in the morning.", "set_alarm"),
-    ("Set an alarm at 18:45.", "set_alarm"),
-    ("Please set an alarm for 9:15.", "set_alarm"),
-    (
-        "Email bob@example.com that the meeting moved to 3pm.",
-        "send_email",
-    ),
-    (
-        "Send an email to alice@example.com saying hello.",
-        "send_email",
-    ),
-    (
-        "Write an email to team@example.com about the release.",
-        "send_email",
-    ),
-    (
-        "Email my boss at boss@example.com that I am sick.",
-        "send_email",
-    ),
-];
+#[derive(Debug, Deserialize)]
+struct Cases {
+    cases: Vec<Case>,
+}
 
-/// Prompts that no tool fits.
-pub const NO_TOOL: [&str; 20] = [
-    "Tell me a joke.",
-    "What is the capital of France?",
-    "Write a haiku about the sea.",
-    "Who wrote Romeo and Juliet?",
-    "Hello! How are you?",
-    "What is photosynthesis?",
-    "Give me a synonym for happy.",
-    "Translate 'thank you' into Spanish.",
-    "What color is the sky?",
-    "Name three fruits.",
-    "Explain what a noun is.",
-    "What is your name?",
-    "Recommend a good book.",
-    "How many legs does a spider have?",
-    "What is the opposite of cold?",
-    "Describe a cat in one sentence.",
-    "Thanks, that's all.",
-    "What language is spoken in Brazil?",
-    "Say something nice.",
-    "What is the largest ocean?",
-];
+/// What one mode scored over the selected cases.
+#[derive(Debug, Default)]
+struct Tally {
+    needs_tool: usize,
+    right_tool: usize,
+    right_arguments: usize,
+    needs_none: usize,
+    prose_when_none: usize,
+    invalid_calls: usize,
+    markup_in_text: usize,
+    times: Vec<Duration>,
+}
+
+impl Tally {
+    fn record(&mut self, case: &Case, reply: &parser::ParsedReply, took: Duration) {
+        self.times.push(took);
+        self.invalid_calls += reply.failures.len();
+        match &case.tool {
+            Some(expected) => {
+                self.needs_tool += 1;
+                if let [call] = reply.calls.as_slice() {
+                    if call.name == *expected {
+                        self.right_tool += 1;
+                        self.right_arguments +=
+                            usize::from(arguments_match(&case.arguments, &call.arguments));
+                    }
+                }
+            }
+            None => {
+                self.needs_none += 1;
+                let prose = reply.calls.is_empty() && reply.failures.is_empty();
+                self.prose_when_none += usize::from(prose);
+                self.markup_in_text += usize::from(prose && has_markup(&reply.content));
+            }
+        }
+    }
+
+    fn summary(&mut self, mode: &str) -> String {
+        self.times.sort();
+        let median = self.times.get(self.times.len() / 2).copied().unwrap_or_default();
+        let max = self.times.last().copied().unwrap_or_default();
+        let all = self.needs_tool + self.needs_none;
+        let right_all = self.right_arguments + self.prose_when_none;
+        format!(
+            "{mode:>8}: right tool {}/{}, right tool and arguments {}/{}, prose when none {}/{}; \
+             all right {right_all}/{all} ({:.0} %); invalid calls {}, markup in prose {}; \
+             per case median {} ms, max {} ms",
+            self.right_tool,
+            self.needs_tool,
+            self.right_arguments,
+            self.needs_tool,
+            self.prose_when_none,
+            self.needs_none,
+            100.0 * right_all as f64 / all.max(1) as f64,
+            self.invalid_calls,
+            self.markup_in_text,
+            median.as_millis(),
+            max.as_millis(),
+        )
+    }
+}
+
+/// Expected values are a subset of the call's: strings match trimmed and
+/// case-insensitively, numbers by value.
+fn arguments_match(expected: &BTreeMap<String, Value>, actual: &Value) -> bool {
+    expected.iter().all(|(key, want)| {
+        let Some(got) = actual.get(key) else {
+            return false;
+        };
+        match (want, got) {
+            (Value::String(w), Value::String(g)) => w.trim().eq_ignore_ascii_case(g.trim()),
+            (Value::Number(w), Value::Number(g)) => w.as_f64() == g.as_f64(),
+            (w, g) => w == g,
+        }
+    })
+}
+
+/// Call or result markup that a prose answer should never show the user.
+fn has_markup(text: &str) -> bool {
+    ["<tool_call>", "</tool_call>", "<tool_response>", "[TOOL_CALLS]"]
+        .iter()
+        .any(|m| text.contains(m))
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let scores_only = std::env::args().any(|a| a == "--scores");
-    let path = std::env::var("ZOO_MODEL").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../models/SmolLM2-135M-Instruct.Q4_1.gguf"
-        )
-        .into()
-    });
+    let args: Vec<String> = std::env::args().collect();
+    let scores_only = args.iter().any(|a| a == "--scores");
+    let split = args
+        .iter()
+        .position(|a| a == "--split")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| "report".into());
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let path = std::env::var("ZOO_MODEL")
+        .unwrap_or_else(|_| format!("{root}/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+    let sets: BTreeMap<String, Vec<ToolDefinition>> = serde_json::from_str(
+        &std::fs::read_to_string(format!("{root}/tests/eval/tool_sets.json"))?,
+    )?;
+    let cases: Cases = serde_json::from_str(&std::fs::read_to_string(format!(
+        "{root}/tests/eval/tool_cases.json"
+    ))?)?;
+    let selected: Vec<&Case> = cases
+        .cases
+        .iter()
+        .filter(|c| split == "all" || c.split == split)
+        .collect();
+
     let model = Model::load(&path, ModelParams::default())?;
     let config = Config::default()
         .temperature(0.0)
-        .context_size(2048)
+        .context_size(4096)
         .threads(2);
     let mut backend = LlamaBackend::new(&model, &config)?;
-    let tools = tools();
-    let system = Message::system(
-        std::env::var("ZOO_EVAL_SYSTEM").unwrap_or_else(|_| "You are a helpful assistant.".into()),
+    let system = Message::system("You are a helpful assistant.");
+    println!(
+        "model {path}, {} cases (split {split})",
+        selected.len()
     );
-    let score = |prompt: &str, backend: &mut LlamaBackend| -> Result<f32, zoo_core::Error> {
-        let messages = vec![system.clone(), Message::user(prompt)];
+    if scores_only {
+        return print_scores(&mut backend, &system, &sets, &selected);
+    }
+    for choice in [ToolChoice::Required, ToolChoice::Auto] {
+        let mut tally = Tally::default();
+        for case in &selected {
+            let tools = &sets[&case.set];
+            let started = Instant::now();
+            let reply = generate(&mut backend, &system, &case.prompt, tools, &choice)?;
+            tally.record(case, &reply, started.elapsed());
+        }
+        println!("{}", tally.summary(choice.as_str()));
+    }
+    Ok(())
+}
+
+/// The call-opening log-probability of each case, by whether it needs a tool.
+fn print_scores(
+    backend: &mut LlamaBackend,
+    system: &Message,
+    sets: &BTreeMap<String, Vec<ToolDefinition>>,
+    cases: &[&Case],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (mut need, mut none) = (Vec::new(), Vec::new());
+    for case in cases {
+        let messages = vec![system.clone(), Message::user(&case.prompt)];
         let request = GenerateRequest {
             messages: &messages,
-            tools: &tools,
+            tools: &sets[&case.set],
             tool_choice: &ToolChoice::Auto,
             max_tokens: None,
             stop: &[],
             cache_hint: CacheHint::default(),
             deadline: None,
         };
-        backend.call_opening_logprob(&request)
-    };
-    let baseline = score("Hello.", &mut backend)?;
-    println!("baseline (\"Hello.\"): {baseline:.2}");
-    let mut need = Vec::new();
-    for (prompt, _) in NEEDS_TOOL {
-        need.push(score(prompt, &mut backend)?);
-    }
-    let mut none = Vec::new();
-    for prompt in NO_TOOL {
-        none.push(score(prompt, &mut backend)?);
+        let score = backend.call_opening_logprob(&request)?;
+        match case.tool {
+            Some(_) => need.push(score),
+            None => none.push(score),
+        }
     }
     need.sort_by(f32::total_cmp);
     none.sort_by(f32::total_cmp);
     println!("call-opening log-probability, prompts needing a tool: {need:.2?}");
     println!("call-opening log-probability, prompts needing none:   {none:.2?}");
-    if scores_only {
-        return Ok(());
-    }
-    for choice in [ToolChoice::Required, ToolChoice::Auto] {
-        let (mut valid, mut right, mut prose_when_none) = (0, 0, 0);
-        for (prompt, expected) in NEEDS_TOOL {
-            let parsed = generate(&mut backend, &system, prompt, &tools, &choice)?;
-            if let [call] = parsed.calls.as_slice() {
-                valid += 1;
-                right += usize::from(call.name == expected);
-            }
-        }
-        for prompt in NO_TOOL {
-            let parsed = generate(&mut backend, &system, prompt, &tools, &choice)?;
-            prose_when_none += usize::from(parsed.calls.is_empty() && parsed.failures.is_empty());
-        }
-        println!(
-            "{:>8}: needs a tool: {valid}/20 made one valid call, {right}/20 called the right tool; needs none: {prose_when_none}/20 answered in prose",
-            choice.as_str()
-        );
-    }
     Ok(())
 }
 
