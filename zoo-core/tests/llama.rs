@@ -254,6 +254,17 @@ const SUITE_PROMPTS: [&str; 22] = [
 
 #[test]
 fn required_calls_always_parse_and_validate() {
+    required_calls_parse_and_validate_with(None);
+}
+
+/// A forced call runs past `max_tokens` to its end: a limit of 4 tokens
+/// would otherwise cut every call inside its name.
+#[test]
+fn required_calls_finish_whatever_max_tokens() {
+    required_calls_parse_and_validate_with(Some(4));
+}
+
+fn required_calls_parse_and_validate_with(max_tokens: Option<u32>) {
     let _serial = serial();
     let model = smollm2();
     let config = greedy();
@@ -275,7 +286,7 @@ fn required_calls_always_parse_and_validate() {
             messages: &messages,
             tools: &tools,
             tool_choice: &ToolChoice::Required,
-            max_tokens: None,
+            max_tokens,
             stop: &[],
             cache_hint: CacheHint::default(),
             deadline: None,

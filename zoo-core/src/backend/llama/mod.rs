@@ -42,9 +42,12 @@ use crate::tools::{ToolCallFormat, ToolDefinition};
 /// -10.3). Models trained for tools put nearly all weight (about 0) on the
 /// opening when a tool fits, so the bound holds for them too.
 pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
-/// Tokens a grammar-constrained call may take when the request sets no
-/// limit, so that a call always ends.
-const MAX_CALL_TOKENS: u32 = 1024;
+/// Tokens a tool call may take once it has begun, whatever the request's
+/// `max_tokens`: a call cut off by the reply limit is no call at all, so a
+/// forced call (and an `auto` call once its trigger is written) runs past
+/// `max_tokens` up to this hard cap. The call grammar bounds every string
+/// and array (`bound_for_grammar`), so real calls end far below it.
+pub const MAX_CALL_TOKENS: u32 = 1024;
 
 /// Sampling settings, from the agent's config.
 #[derive(Debug, Clone, Copy)]
@@ -497,10 +500,12 @@ impl LlamaBackend<'_> {
             return Ok(generation);
         };
         let (mut sampler, constrained) = self.sampler(request, force_call)?;
-        let mut limit = request.max_tokens.unwrap_or(u32::MAX);
-        if constrained {
-            limit = limit.min(MAX_CALL_TOKENS);
-        }
+        let mut limit = match constrained {
+            true => MAX_CALL_TOKENS,
+            false => request.max_tokens.unwrap_or(u32::MAX),
+        };
+        let mut call_begun = constrained;
+        let trigger = self.template.tool_call_format().trigger();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(request.stop);
@@ -536,6 +541,10 @@ impl LlamaBackend<'_> {
             if stop_hit {
                 break FinishReason::Stop;
             }
+            if !call_begun && lazy_call_begun(request, &generation.text, trigger) {
+                call_begun = true;
+                limit = limit.max(generation.completion_tokens.saturating_add(MAX_CALL_TOKENS));
+            }
             if !self.decode(&[token], true)? {
                 break FinishReason::Cancelled;
             }
@@ -552,6 +561,21 @@ impl LlamaBackend<'_> {
         generation.generation_time = gen_started.elapsed();
         Ok(generation)
     }
+}
+
+/// Whether an `auto` reply has begun a call, which its lazy grammar now
+/// constrains: from then on the call may run past `max_tokens`.
+/// Only the end of `text` is searched (the trigger arrives there), so the
+/// check stays constant per token however long the reply.
+fn lazy_call_begun(request: &GenerateRequest<'_>, text: &str, trigger: &str) -> bool {
+    if *request.tool_choice != ToolChoice::Auto || request.tools.is_empty() {
+        return false;
+    }
+    let mut start = text.len().saturating_sub(trigger.len() + 64);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    text[start..].contains(trigger)
 }
 
 /// `log softmax(logits)[token]`.
