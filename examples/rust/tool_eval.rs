@@ -78,7 +78,11 @@ impl Tally {
 
     fn summary(&mut self, mode: &str) -> String {
         self.times.sort();
-        let median = self.times.get(self.times.len() / 2).copied().unwrap_or_default();
+        let median = self
+            .times
+            .get(self.times.len() / 2)
+            .copied()
+            .unwrap_or_default();
         let max = self.times.last().copied().unwrap_or_default();
         let all = self.needs_tool + self.needs_none;
         let right_all = self.right_arguments + self.prose_when_none;
@@ -118,14 +122,20 @@ fn arguments_match(expected: &BTreeMap<String, Value>, actual: &Value) -> bool {
 
 /// Call or result markup that a prose answer should never show the user.
 fn has_markup(text: &str) -> bool {
-    ["<tool_call>", "</tool_call>", "<tool_response>", "[TOOL_CALLS]"]
-        .iter()
-        .any(|m| text.contains(m))
+    [
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_response>",
+        "[TOOL_CALLS]",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let scores_only = args.iter().any(|a| a == "--scores");
+    let verbose = args.iter().any(|a| a == "--verbose");
     let split = args
         .iter()
         .position(|a| a == "--split")
@@ -153,11 +163,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .context_size(4096)
         .threads(2);
     let mut backend = LlamaBackend::new(&model, &config)?;
+    // ZOO_EVAL_NAME_SCORING=0 measures greedy name choice, for comparison.
+    backend.set_tool_name_scoring(std::env::var("ZOO_EVAL_NAME_SCORING").as_deref() != Ok("0"));
     let system = Message::system("You are a helpful assistant.");
-    println!(
-        "model {path}, {} cases (split {split})",
-        selected.len()
-    );
+    println!("model {path}, {} cases (split {split})", selected.len());
     if scores_only {
         return print_scores(&mut backend, &system, &sets, &selected);
     }
@@ -166,7 +175,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for case in &selected {
             let tools = &sets[&case.set];
             let started = Instant::now();
+            if verbose {
+                eprintln!("{} | {}", choice.as_str(), case.prompt);
+            }
             let reply = generate(&mut backend, &system, &case.prompt, tools, &choice)?;
+            if verbose {
+                eprintln!("    -> {:?} {:?}", reply.calls, reply.content);
+            }
             tally.record(case, &reply, started.elapsed());
         }
         println!("{}", tally.summary(choice.as_str()));

@@ -49,6 +49,16 @@ pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
 /// and array (`bound_for_grammar`), so real calls end far below it.
 pub const MAX_CALL_TOKENS: u32 = 1024;
 
+/// What a reply may call, decided before its first token.
+enum CallTools {
+    /// Prose, or a call to any tool the request shows (`auto`).
+    Any,
+    /// A call, to one of these tools.
+    Only(Vec<ToolDefinition>),
+    /// The abort flag interrupted the decision.
+    Cancelled,
+}
+
 /// Sampling settings, from the agent's config.
 #[derive(Debug, Clone, Copy)]
 struct Sampling {
@@ -72,6 +82,8 @@ pub struct LlamaBackend<'m> {
     sampling: Sampling,
     /// The grammar of the last tool set, which rarely changes between replies.
     grammar_cache: Option<(String, String)>,
+    /// Whether a forced call's tool is chosen by the score of its whole name.
+    score_tool_names: bool,
     /// Thread counts, following the free cores unless the config fixes them.
     threads: ThreadPlanner,
 }
@@ -128,6 +140,7 @@ impl<'m> LlamaBackend<'m> {
                 seed: config.seed.unwrap_or_else(random_seed),
             },
             grammar_cache: None,
+            score_tool_names: true,
             threads: ThreadPlanner::new(threads),
         })
     }
@@ -140,6 +153,13 @@ impl<'m> LlamaBackend<'m> {
     /// Tokens currently held in the KV cache.
     pub fn cached_tokens(&self) -> usize {
         self.cached.len()
+    }
+
+    /// Turns the choice of a forced call's tool by name score on or off (on
+    /// by default); off, greedy decoding under the grammar picks the name.
+    /// For measuring what the scoring brings (`examples/rust/tool_eval.rs`).
+    pub fn set_tool_name_scoring(&mut self, on: bool) {
+        self.score_tool_names = on;
     }
 
     /// Forgets the KV cache, so the next reply decodes its whole prompt.
@@ -276,11 +296,44 @@ impl<'m> LlamaBackend<'m> {
     /// `None` when the abort flag interrupted the scoring.
     fn trigger_logprob(&mut self) -> Result<Option<f32>> {
         let trigger = self.tool_call_format().trigger();
+        self.continuation_logprob(trigger)
+    }
+
+    /// Which of `tools` the model would most likely call: the one whose
+    /// call opening (the format's prefix and `{"name": "<tool>"`) has the
+    /// highest log-probability after the prompt. Greedy decoding under a
+    /// grammar commits to a name on its first token, often a generic one
+    /// (`"get`, `"set`) that ends in the wrong tool; the whole name's
+    /// probability compares the tools on what the model means. `None` when
+    /// the abort flag interrupted the scoring.
+    fn best_scored_tool<'t>(
+        &mut self,
+        tools: &'t [ToolDefinition],
+    ) -> Result<Option<&'t ToolDefinition>> {
+        let format = self.tool_call_format();
+        let mut best: Option<(f32, &ToolDefinition)> = None;
+        for tool in tools {
+            let opening = format!("{}{{\"name\": \"{}\"", format.prefix(), tool.name);
+            let Some(score) = self.continuation_logprob(&opening)? else {
+                return Ok(None);
+            };
+            tracing::trace!(tool = %tool.name, score, "tool-name score");
+            if !matches!(best, Some((top, _)) if top >= score) {
+                best = Some((score, tool));
+            }
+        }
+        Ok(best.map(|(_, tool)| tool))
+    }
+
+    /// The log-probability of `text` right after the cached tokens, whose
+    /// logits are current. The cache and the logits are left as they were.
+    /// `None` when the abort flag interrupted the scoring.
+    fn continuation_logprob(&mut self, text: &str) -> Result<Option<f32>> {
         let tokens = self
             .model
             .llama
             .vocab()
-            .tokenize(trigger.as_bytes(), false, true);
+            .tokenize(text.as_bytes(), false, true);
         let Some((&first, rest)) = tokens.split_first() else {
             return Ok(Some(0.0));
         };
@@ -361,6 +414,28 @@ impl<'m> LlamaBackend<'m> {
         Ok(Some(logprob > CALL_OPENING_THRESHOLD))
     }
 
+    /// The tools a forced call may name: under `required` (or an `auto`
+    /// reply the call-opening score forced), the one whose name the model
+    /// scores best, unless the request turns scoring off; under a named
+    /// tool, that tool.
+    fn call_tools(&mut self, request: &GenerateRequest<'_>, force_call: bool) -> Result<CallTools> {
+        let forced = match request.tool_choice {
+            ToolChoice::Required | ToolChoice::Tool(_) => true,
+            ToolChoice::Auto => force_call,
+            ToolChoice::None => false,
+        };
+        if !forced || request.tools.is_empty() {
+            return Ok(CallTools::Any);
+        }
+        if request.tools.len() == 1 || !self.score_tool_names {
+            return Ok(CallTools::Only(request.tools.to_vec()));
+        }
+        Ok(match self.best_scored_tool(request.tools)? {
+            Some(tool) => CallTools::Only(vec![tool.clone()]),
+            None => CallTools::Cancelled,
+        })
+    }
+
     /// The grammar for a call to one of `tools`, cached by tool set.
     fn grammar_for(&mut self, format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
         let key = format!("{format:?}{}", serde_json::to_string(tools)?);
@@ -377,33 +452,28 @@ impl<'m> LlamaBackend<'m> {
     /// The sampler chain: the tool-call grammar first (whole reply for a
     /// forced call, lazily from the trigger for `auto`), then penalties and
     /// the usual truncation, then greedy or seeded random choice.
+    /// `call_tools` is `Some` when the reply must be a call (to one of
+    /// those tools); otherwise an `auto` reply may open a call to any tool.
     fn sampler(
         &mut self,
         request: &GenerateRequest<'_>,
-        force_call: bool,
+        call_tools: Option<&[ToolDefinition]>,
     ) -> Result<(LlamaSampler, bool)> {
         let format = self.template.tool_call_format();
         let mut chain = Vec::new();
-        let mut constrained = false;
-        if !request.tools.is_empty() {
+        let constrained = call_tools.is_some();
+        let bad = |e| Error::Internal(format!("llama.cpp rejected the tool-call grammar: {e}"));
+        if let Some(tools) = call_tools {
+            let grammar = self.grammar_for(format, tools)?;
+            let llama = &self.model.llama;
+            chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
+        } else if !request.tools.is_empty() && *request.tool_choice == ToolChoice::Auto {
             let grammar = self.grammar_for(format, request.tools)?;
             let llama = &self.model.llama;
-            let bad = |e| Error::Internal(format!("llama.cpp rejected the tool-call grammar: {e}"));
-            match request.tool_choice {
-                ToolChoice::Required | ToolChoice::Tool(_) => {
-                    chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
-                    constrained = true;
-                }
-                ToolChoice::Auto if force_call => {
-                    chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
-                    constrained = true;
-                }
-                ToolChoice::Auto => chain.push(
-                    LlamaSampler::grammar_lazy(llama, &grammar, "root", [format.trigger()], &[])
-                        .map_err(bad)?,
-                ),
-                ToolChoice::None => {}
-            }
+            chain.push(
+                LlamaSampler::grammar_lazy(llama, &grammar, "root", [format.trigger()], &[])
+                    .map_err(bad)?,
+            );
         }
         let s = self.sampling;
         // A reply constrained to a call is decoded greedily: arguments want
@@ -499,7 +569,12 @@ impl LlamaBackend<'_> {
         let Some(force_call) = self.should_open_call(request)? else {
             return Ok(generation);
         };
-        let (mut sampler, constrained) = self.sampler(request, force_call)?;
+        let call_tools = match self.call_tools(request, force_call)? {
+            CallTools::Cancelled => return Ok(generation),
+            CallTools::Any => None,
+            CallTools::Only(tools) => Some(tools),
+        };
+        let (mut sampler, constrained) = self.sampler(request, call_tools.as_deref())?;
         let mut limit = match constrained {
             true => MAX_CALL_TOKENS,
             false => request.max_tokens.unwrap_or(u32::MAX),
@@ -520,7 +595,14 @@ impl LlamaBackend<'_> {
             {
                 break FinishReason::Length;
             }
-            let token = sampler.sample(&self.ctx, -1);
+            let Some(token) = sample_checked(&self.ctx, &mut sampler) else {
+                // The lazy grammar refused the text around its trigger (a
+                // token that ends the trigger and begins something the
+                // call cannot hold): the reply ends before that token, and
+                // the loop reads what came before as it would any reply.
+                tracing::debug!("the tool-call grammar refused its trigger's token");
+                break FinishReason::Stop;
+            };
             if vocab.is_eog(token) {
                 break FinishReason::Stop;
             }
@@ -561,6 +643,20 @@ impl LlamaBackend<'_> {
         generation.generation_time = gen_started.elapsed();
         Ok(generation)
     }
+}
+
+/// Samples the next token and lets the sampler accept it, through the
+/// wrapper that catches C++ exceptions. `llama_sampler_sample` accepts
+/// without one, and a lazy grammar throws when the token that completes its
+/// trigger carries text the grammar cannot begin with (`<tool_call>[` for a
+/// grammar that wants `<tool_call>\n{`): unwinding a C++ exception through
+/// Rust aborts the process. `None` when the sampler refused the token.
+fn sample_checked(ctx: &LlamaContext<'_>, sampler: &mut LlamaSampler) -> Option<LlamaToken> {
+    let mut candidates = ctx.token_data_array_ith(-1);
+    sampler.apply(&mut candidates);
+    let token = candidates.selected_token()?;
+    sampler.try_accept(token).ok()?;
+    Some(token)
 }
 
 /// Whether an `auto` reply has begun a call, which its lazy grammar now
