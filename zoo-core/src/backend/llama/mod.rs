@@ -9,6 +9,7 @@
 mod grammar;
 mod logs;
 mod model;
+mod repetition;
 mod text;
 mod threads;
 
@@ -25,6 +26,7 @@ use llama_cpp_2::DecodeError;
 pub use model::{Model, ModelParams};
 
 use self::model::ModelInner;
+use self::repetition::RepetitionGuard;
 use self::text::{StopMatcher, StopScan, Utf8Decoder};
 use self::threads::{Generating, ThreadPlanner, ThreadSetting};
 use super::{Backend, FinishReason, GenerateRequest, Generation};
@@ -580,6 +582,7 @@ impl LlamaBackend<'_> {
             false => request.max_tokens.unwrap_or(u32::MAX),
         };
         let mut call_begun = constrained;
+        let mut repetition = RepetitionGuard::default();
         let trigger = self.template.tool_call_format().trigger();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
@@ -604,6 +607,14 @@ impl LlamaBackend<'_> {
                 break FinishReason::Stop;
             };
             if vocab.is_eog(token) {
+                break FinishReason::Stop;
+            }
+            // Calls are bounded by their grammar; prose only by this.
+            if !call_begun && repetition.push(token.0) {
+                tracing::debug!(
+                    tokens = generation.completion_tokens,
+                    "reply ended: it repeats itself"
+                );
                 break FinishReason::Stop;
             }
             generation.completion_tokens += 1;
