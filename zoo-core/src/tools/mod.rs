@@ -1,6 +1,7 @@
 //! Tools: the registry, typed tools, argument validation, tool-call parsing
 //! and the call formats models are taught.
 
+pub mod builtin;
 pub mod call_format;
 pub mod parser;
 pub mod registry;
