@@ -310,6 +310,24 @@ impl Agent {
         self.shared.tools.register(tool);
     }
 
+    /// Adds the named built-in tools (`read_file`, `write_file`,
+    /// `edit_file`), confined to `options.workspace`. Nothing is added when
+    /// a name or the workspace is wrong.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown name or a workspace that is
+    /// not an existing folder.
+    pub fn add_builtin_tools(
+        &self,
+        names: &[&str],
+        options: crate::tools::builtin::BuiltinOptions,
+    ) -> Result<()> {
+        for tool in crate::tools::builtin::builtin_tools(names, &options)? {
+            self.register_tool(tool);
+        }
+        Ok(())
+    }
+
     /// Adds a tool whose schema is generated from the closure's parameter
     /// types; `params` names and describes the parameters in order.
     pub fn register_fn<Args, F: TypedHandler<Args>>(

@@ -1,7 +1,87 @@
-//! Built-in tools for a coding or file assistant (issue 20). So far only the
-//! piece every one of them stands on: [`workspace::Workspace`], which confines
-//! the paths a model names to one root folder.
+//! Built-in tools for a coding or file assistant (issue 20), registered only
+//! when asked for: [`builtin_tools`] builds them on a [`Workspace`], which
+//! confines every path they touch to one root folder.
+//!
+//! Each result is a JSON object: `text` (what the model reads) beside
+//! structured details (`path`, counts).
 
+pub mod edit_file;
+pub mod read_file;
 pub mod workspace;
+pub mod write_file;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::tools::registry::Tool;
 
 pub use workspace::{PathRefused, Workspace};
+
+/// The names of the built-in tools that exist so far.
+pub const BUILTIN_TOOL_NAMES: &[&str] = &["read_file", "write_file", "edit_file"];
+
+/// Asked before a tool that changes something runs: the tool's name and its
+/// arguments; `false` refuses the call (a tool error the model reads).
+pub type ConfirmFn = Arc<dyn Fn(&str, &Value) -> bool + Send + Sync>;
+
+/// How the built-in tools are set up.
+#[derive(Clone)]
+pub struct BuiltinOptions {
+    /// The folder every path is confined to.
+    pub workspace: PathBuf,
+    /// Asked before `write_file` and `edit_file` run; `None` asks nothing.
+    pub confirm: Option<ConfirmFn>,
+}
+
+impl fmt::Debug for BuiltinOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltinOptions")
+            .field("workspace", &self.workspace)
+            .field("confirm", &self.confirm.is_some())
+            .finish()
+    }
+}
+
+/// Builds the named built-in tools.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an unknown name or a workspace that is not
+/// an existing folder.
+pub fn builtin_tools(names: &[&str], options: &BuiltinOptions) -> Result<Vec<Tool>> {
+    let ws = Arc::new(Workspace::new(&options.workspace)?);
+    names
+        .iter()
+        .map(|name| match *name {
+            "read_file" => read_file::tool(ws.clone()),
+            "write_file" => write_file::tool(ws.clone(), options.confirm.clone()),
+            "edit_file" => edit_file::tool(ws.clone(), options.confirm.clone()),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown built-in tool `{other}`; the built-in tools are {}",
+                BUILTIN_TOOL_NAMES.join(", ")
+            ))),
+        })
+        .collect()
+}
+
+/// Asks the host, if it wants to be asked, whether `tool` may run.
+fn confirmed(
+    confirm: &Option<ConfirmFn>,
+    tool: &str,
+    args: &Value,
+) -> std::result::Result<(), String> {
+    match confirm {
+        Some(ask) if !ask(tool, args) => Err(format!("the user refused this {tool} call")),
+        _ => Ok(()),
+    }
+}
+
+/// A string argument the schema already requires.
+fn str_arg<'a>(args: &'a Value, key: &str) -> std::result::Result<&'a str, String> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("`{key}` must be a string"))
+}

@@ -1,0 +1,50 @@
+//! `write_file`: writes a whole file, creating its parent folders.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::{confirmed, str_arg, ConfirmFn, Workspace};
+use crate::error::Result;
+use crate::tools::registry::{Tool, ToolResult};
+
+/// Builds the tool on `ws`; `confirm` is asked before each write.
+pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
+    let tool = Tool::new(
+        "write_file",
+        "Write a file in the workspace, replacing what it held; missing parent folders are created.",
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace"},
+                "content": {"type": "string", "description": "The whole new content"}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        }),
+        move |args| write(&ws, &confirm, &args),
+    )?;
+    // Two writes of one reply must not interleave.
+    Ok(tool.exclusive(true))
+}
+
+fn write(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value) -> ToolResult {
+    let path = str_arg(args, "path")?;
+    let content = str_arg(args, "content")?;
+    confirmed(confirm, "write_file", args)?;
+    write_text(ws, path, content)?;
+    let text = format!("wrote {} bytes to {path}", content.len());
+    Ok(json!({"text": text, "path": path, "bytes": content.len()}))
+}
+
+/// Replaces `path`'s content (shared with `edit_file`).
+pub(super) fn write_text(
+    ws: &Workspace,
+    path: &str,
+    content: &str,
+) -> std::result::Result<(), String> {
+    let mut file = ws.open_write(path).map_err(|e| e.to_string())?;
+    file.write_all(content.as_bytes())
+        .map_err(|e| format!("'{path}': {e}"))
+}
