@@ -32,6 +32,7 @@ fn options(dir: &TempDir) -> BuiltinOptions {
     BuiltinOptions {
         workspace: dir.0.clone(),
         confirm: None,
+        bash_deny: Vec::new(),
     }
 }
 
@@ -155,11 +156,15 @@ fn a_refused_confirmation_is_a_tool_error_and_changes_nothing() {
         workspace: dir.0.clone(),
         confirm: Some(Arc::new(move |name: &str, args: &Value| {
             seen.fetch_add(1, Ordering::SeqCst);
-            assert!(args.get("path").is_some(), "{name} got {args}");
+            assert!(
+                args.get("path").is_some() || (name == "bash" && args.get("command").is_some()),
+                "{name} got {args}"
+            );
             false
         })),
+        bash_deny: Vec::new(),
     };
-    let tools = builtin_tools(&["write_file", "edit_file"], &opts).unwrap();
+    let tools = builtin_tools(&["write_file", "edit_file", "bash"], &opts).unwrap();
     let err = call(&tools[0], json!({"path": "keep.txt", "content": "new"})).unwrap_err();
     assert!(err.contains("refused"), "{err}");
     let err = call(
@@ -167,7 +172,9 @@ fn a_refused_confirmation_is_a_tool_error_and_changes_nothing() {
         json!({"path": "keep.txt", "old_text": "old", "new_text": "new"}),
     );
     assert!(err.unwrap_err().contains("refused"));
-    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let err = call(&tools[2], json!({"command": "echo new > keep.txt"})).unwrap_err();
+    assert!(err.contains("refused"), "{err}");
+    assert_eq!(asked.load(Ordering::SeqCst), 3);
     assert_eq!(
         std::fs::read_to_string(dir.0.join("keep.txt")).unwrap(),
         "old"
@@ -183,6 +190,7 @@ fn unknown_names_and_bad_workspaces_are_invalid_arguments() {
     let bad = BuiltinOptions {
         workspace: dir.0.join("missing"),
         confirm: None,
+        bash_deny: Vec::new(),
     };
     let agent =
         zoo_core::Agent::with_backend(zoo_core::MockBackend::new(), zoo_core::Config::default())

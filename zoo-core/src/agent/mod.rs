@@ -311,7 +311,7 @@ impl Agent {
     }
 
     /// Adds the named built-in tools (`read_file`, `write_file`,
-    /// `edit_file`), confined to `options.workspace`. Nothing is added when
+    /// `edit_file`, `bash`), confined to `options.workspace`. Nothing is added when
     /// a name or the workspace is wrong.
     ///
     /// # Errors

@@ -5,6 +5,8 @@
 //! Each result is a JSON object: `text` (what the model reads) beside
 //! structured details (`path`, counts).
 
+#[cfg(unix)]
+pub mod bash;
 pub mod edit_file;
 pub mod read_file;
 pub mod workspace;
@@ -22,7 +24,7 @@ use crate::tools::registry::Tool;
 pub use workspace::{PathRefused, Workspace};
 
 /// The names of the built-in tools that exist so far.
-pub const BUILTIN_TOOL_NAMES: &[&str] = &["read_file", "write_file", "edit_file"];
+pub const BUILTIN_TOOL_NAMES: &[&str] = &["read_file", "write_file", "edit_file", "bash"];
 
 /// Asked before a tool that changes something runs: the tool's name and its
 /// arguments; `false` refuses the call (a tool error the model reads).
@@ -33,8 +35,12 @@ pub type ConfirmFn = Arc<dyn Fn(&str, &Value) -> bool + Send + Sync>;
 pub struct BuiltinOptions {
     /// The folder every path is confined to.
     pub workspace: PathBuf,
-    /// Asked before `write_file` and `edit_file` run; `None` asks nothing.
+    /// Asked before `write_file`, `edit_file` and `bash` run; `None` asks
+    /// nothing.
     pub confirm: Option<ConfirmFn>,
+    /// Text no `bash` command may contain, checked before anything is
+    /// spawned. A deny list is not a sandbox: it stops the obvious, nothing more.
+    pub bash_deny: Vec<String>,
 }
 
 impl fmt::Debug for BuiltinOptions {
@@ -42,6 +48,7 @@ impl fmt::Debug for BuiltinOptions {
         f.debug_struct("BuiltinOptions")
             .field("workspace", &self.workspace)
             .field("confirm", &self.confirm.is_some())
+            .field("bash_deny", &self.bash_deny)
             .finish()
     }
 }
@@ -59,6 +66,12 @@ pub fn builtin_tools(names: &[&str], options: &BuiltinOptions) -> Result<Vec<Too
             "read_file" => read_file::tool(ws.clone()),
             "write_file" => write_file::tool(ws.clone(), options.confirm.clone()),
             "edit_file" => edit_file::tool(ws.clone(), options.confirm.clone()),
+            #[cfg(unix)]
+            "bash" => bash::tool(
+                ws.clone(),
+                options.bash_deny.clone(),
+                options.confirm.clone(),
+            ),
             other => Err(Error::InvalidArgument(format!(
                 "unknown built-in tool `{other}`; the built-in tools are {}",
                 BUILTIN_TOOL_NAMES.join(", ")

@@ -1,0 +1,143 @@
+//! The built-in `bash` tool: output, exit code, caps, deny list, timeout and
+//! the process-group kill.
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use zoo_core::tools::builtin::{builtin_tools, BuiltinOptions};
+use zoo_core::Tool;
+
+/// A fresh folder under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("zoo-bash-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn bash(dir: &TempDir, deny: &[&str]) -> Tool {
+    let options = BuiltinOptions {
+        workspace: dir.0.clone(),
+        confirm: None,
+        bash_deny: deny.iter().map(|d| d.to_string()).collect(),
+    };
+    builtin_tools(&["bash"], &options).unwrap().remove(0)
+}
+
+fn call(tool: &Tool, args: Value) -> Result<Value, String> {
+    tool.invoke_validated(args).map_err(|e| e.to_string())
+}
+
+/// True while `pid` is a live (not zombie) process.
+fn alive(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Whether `pid` is gone within a generous bound: SIGKILL is sent before the
+/// tool returns, but the kernel finishes the process's exit asynchronously.
+fn dies(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+#[test]
+fn runs_in_the_workspace_with_exit_code_and_both_streams() {
+    let dir = TempDir::new();
+    let out = call(
+        &bash(&dir, &[]),
+        json!({"command": "pwd; echo oops >&2; exit 3"}),
+    )
+    .unwrap();
+    assert_eq!(out["exit_code"], 3);
+    assert_eq!(
+        out["stdout"].as_str().unwrap().trim(),
+        dir.0.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(out["stderr"], "oops\n");
+    assert_eq!(out["timed_out"], false);
+    assert!(out["text"].as_str().unwrap().starts_with("exit code: 3\n"));
+}
+
+#[test]
+fn output_is_capped_at_256_kb_with_a_note() {
+    let dir = TempDir::new();
+    let out = call(
+        &bash(&dir, &[]),
+        json!({"command": "head -c 300000 /dev/zero | tr '\\0' a"}),
+    )
+    .unwrap();
+    assert_eq!(out["stdout"].as_str().unwrap().len(), 256 * 1024);
+    assert_eq!(out["stdout_truncated_bytes"], 300_000 - 256 * 1024);
+    assert!(out["text"].as_str().unwrap().contains("cut at 256 KB"));
+}
+
+#[test]
+fn the_deny_list_is_checked_before_anything_runs() {
+    let dir = TempDir::new();
+    let tool = bash(&dir, &["rm -rf", "sudo"]);
+    let err = call(&tool, json!({"command": "touch made; rm   -rf x"})).unwrap_err();
+    assert!(err.contains("not allowed"), "{err}");
+    assert!(!dir.0.join("made").exists());
+    call(&tool, json!({"command": "touch made"})).unwrap();
+    assert!(dir.0.join("made").exists());
+}
+
+#[test]
+fn a_timeout_kills_the_whole_process_group() {
+    let dir = TempDir::new();
+    let start = Instant::now();
+    // The shell starts a grandchild in the background, records its pid and waits.
+    let command = "sleep 300 & echo $! > grandchild.pid; wait";
+    let out = call(
+        &bash(&dir, &[]),
+        json!({"command": command, "timeout_ms": 3000}),
+    )
+    .unwrap();
+    assert_eq!(out["timed_out"], true);
+    assert!(out["exit_code"].is_null());
+    assert!(start.elapsed() < Duration::from_secs(60));
+    let pid = std::fs::read_to_string(dir.0.join("grandchild.pid")).unwrap();
+    assert!(dies(pid.trim()), "grandchild {pid} outlived the timeout");
+}
+
+#[test]
+fn a_background_process_does_not_outlive_a_finished_command() {
+    let dir = TempDir::new();
+    let command = "sleep 300 & echo $! > bg.pid; echo done";
+    let out = call(&bash(&dir, &[]), json!({"command": command})).unwrap();
+    assert_eq!(out["exit_code"], 0);
+    let pid = std::fs::read_to_string(dir.0.join("bg.pid")).unwrap();
+    assert!(
+        dies(pid.trim()),
+        "background process {pid} outlived the command"
+    );
+}
