@@ -54,3 +54,25 @@ impl CancelToken {
         Arc::clone(&self.flag)
     }
 }
+
+thread_local! {
+    /// The cancel token of the chat whose tool call this thread is running.
+    static CURRENT_CALL: std::cell::RefCell<Option<CancelToken>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs a tool handler with `token` as the current call's token, so built-in
+/// tools (whose handlers take only their arguments) can stop when the chat
+/// is stopped.
+pub(crate) fn with_current_call<R>(token: &CancelToken, run: impl FnOnce() -> R) -> R {
+    let previous = CURRENT_CALL.with(|c| c.replace(Some(token.clone())));
+    let result = run();
+    CURRENT_CALL.with(|c| *c.borrow_mut() = previous);
+    result
+}
+
+/// Whether the chat whose tool call this thread runs has been stopped
+/// (false outside a chat's tool call).
+pub(crate) fn current_call_cancelled() -> bool {
+    CURRENT_CALL.with(|c| c.borrow().as_ref().is_some_and(CancelToken::is_cancelled))
+}

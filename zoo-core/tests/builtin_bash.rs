@@ -141,3 +141,36 @@ fn a_background_process_does_not_outlive_a_finished_command() {
         "background process {pid} outlived the command"
     );
 }
+
+#[test]
+fn stopping_the_chat_kills_a_running_command() {
+    use zoo_core::{Agent, ChatOptions, Config, MockBackend, MockReply};
+    let dir = TempDir::new();
+    let command = "sleep 300 & echo $! > running.pid; wait";
+    let mock = MockBackend::with_script([
+        MockReply::tool_call("bash", json!({"command": command})),
+        MockReply::text("never reached"),
+    ]);
+    let agent = Agent::with_backend(mock, Config::default()).unwrap();
+    let options = BuiltinOptions {
+        workspace: dir.0.clone(),
+        confirm: None,
+        bash_deny: Vec::new(),
+    };
+    agent.add_builtin_tools(&["bash"], options).unwrap();
+    let handle = agent.chat("run it", ChatOptions::default());
+    // The pid file appears once the command is running.
+    let pid_file = dir.0.join("running.pid");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if pid.ends_with('\n') => break pid,
+            _ if Instant::now() > deadline => panic!("the command never started"),
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    handle.cancel();
+    let waited = handle.wait_timeout(Duration::from_secs(60));
+    assert!(waited.is_some(), "the chat did not end after cancel");
+    assert!(dies(pid.trim()), "process {pid} outlived the stopped chat");
+}

@@ -153,7 +153,9 @@ fn serve(queue: Receiver<ToolJob>) {
         if job.cancel.is_cancelled() {
             continue;
         }
-        let outcome = job.tool.invoke_validated(job.arguments);
+        let outcome = crate::cancel::with_current_call(&job.cancel, || {
+            job.tool.invoke_validated(job.arguments)
+        });
         // The inference thread may have stopped waiting: then nobody reads it.
         let _ = job.reply.send((outcome, Instant::now()));
     }
