@@ -149,11 +149,13 @@ fn wait(child: &mut Child, timeout: Duration) -> std::result::Result<(Option<i32
     }
 }
 
-/// Kills the whole process group led by `pid`. Through `kill(1)` because
-/// std has no call for a group and this crate keeps `unsafe` to the backend.
+/// Kills the whole process group led by `pid`, with bash's own `kill`
+/// builtin: std has no call for a group, this crate keeps `unsafe` to the
+/// backend, and bash is there whenever this tool is (a `kill` binary may not be).
 fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
+    let _ = Command::new("bash")
+        .args(["-c", &format!("kill -KILL -- -{pid}")])
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
