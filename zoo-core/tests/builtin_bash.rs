@@ -119,7 +119,7 @@ fn a_timeout_kills_the_whole_process_group() {
     let command = "sleep 300 & echo $! > grandchild.pid; wait";
     let out = call(
         &bash(&dir, &[]),
-        json!({"command": command, "timeout_ms": 3000}),
+        json!({"command": command, "timeout_ms": 5000}),
     )
     .unwrap();
     assert_eq!(out["timed_out"], true);
