@@ -56,6 +56,8 @@ export interface AgentConfig {
   threads?: number
   /** CPU threads for prompt batches (0 = same as `threads`). */
   threadsBatch?: number
+  /** Shift cached keys into place when old turns leave a full window, instead of decoding again (true). */
+  contextShift?: boolean
   /** Layers offloaded to the GPU (0; -1 = all). */
   gpuLayers?: number
   /** Sampling seed (random when absent). */

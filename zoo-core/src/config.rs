@@ -222,6 +222,12 @@ pub struct Config {
     pub threads: u32,
     /// CPU threads for prompt batches; 0 means the same as `threads`.
     pub threads_batch: u32,
+    /// When old turns leave a full window, move the cached keys and values
+    /// of what stays into place instead of decoding it again (true by
+    /// default). Approximate, like llama.cpp's own context shift: the moved
+    /// keys are re-rotated, not recomputed, so output can differ slightly
+    /// from a fresh decode. Models whose cache cannot shift decode again.
+    pub context_shift: bool,
     /// Layers offloaded to the GPU (needs the `cuda` feature); -1 offloads all.
     pub gpu_layers: i32,
     /// Sampling seed; `None` picks a random one.
@@ -281,6 +287,7 @@ impl Default for Config {
             batch_size: 512,
             threads: 0,
             threads_batch: 0,
+            context_shift: true,
             gpu_layers: 0,
             seed: None,
             temperature: 0.7,
@@ -330,6 +337,8 @@ impl Config {
         threads: u32,
         /// Sets `threads_batch`.
         threads_batch: u32,
+        /// Sets `context_shift`.
+        context_shift: bool,
         /// Sets `gpu_layers`.
         gpu_layers: i32,
         /// Sets `temperature`.
@@ -473,6 +482,7 @@ const CONFIG_KEYS: Settings = Settings {
             "threads_batch",
             Rule::whole(0, 1024, " (0 means the same as threads)"),
         ),
+        ("context_shift", Rule::Bool),
         ("gpu_layers", GPU_LAYERS),
         (
             "seed",

@@ -969,3 +969,55 @@ fn a_steer_during_a_long_tool_call_changes_the_final_answer() {
         "the steer did not change the answer"
     );
 }
+
+/// The share of each late turn's prompt that came from the cache, for a
+/// chat that outgrows a 512-token window.
+fn late_turn_reuse(model: &Model, shift: bool) -> Vec<f64> {
+    let config = greedy()
+        .context_size(512)
+        .max_tokens(24)
+        .context_shift(shift)
+        .system_prompt("You are a helpful assistant. Answer briefly.");
+    let agent = Agent::with_model(model.clone(), config).unwrap();
+    let mut reuse = Vec::new();
+    for turn in 0..18 {
+        let prompt = format!(
+            "Turn {turn}: one short fact about the number {}.",
+            turn * 7 + 3
+        );
+        let response = agent
+            .chat(prompt.as_str(), ChatOptions::new())
+            .wait()
+            .unwrap();
+        assert!(
+            !response.text.trim().is_empty(),
+            "turn {turn} answered nothing"
+        );
+        if turn >= 12 {
+            let usage = response.usage;
+            reuse.push(f64::from(usage.cached_tokens) / f64::from(usage.prompt_tokens));
+        }
+    }
+    reuse
+}
+
+/// Once the window is full and old turns are dropped every turn, the cells
+/// of what stays are shifted into place: late turns take most of their
+/// prompt from the cache, where without the shift they decode all of it
+/// after the system prompt again.
+#[test]
+fn a_full_window_shifts_the_kept_history_instead_of_decoding_it_again() {
+    let _serial = serial();
+    let model = smollm2();
+    let shifted = late_turn_reuse(&model, true);
+    let decoded = late_turn_reuse(&model, false);
+    let mostly_cached = |r: &[f64]| r.iter().filter(|&&x| x >= 0.5).count();
+    assert!(
+        mostly_cached(&shifted) >= shifted.len() - 1,
+        "with the shift, late turns reused {shifted:.2?} of their prompts"
+    );
+    assert!(
+        mostly_cached(&decoded) <= 1,
+        "without it, late turns reused {decoded:.2?}: the window never filled"
+    );
+}

@@ -23,6 +23,21 @@ pub enum KvCacheConversionError {
 }
 
 impl LlamaContext<'_> {
+    /// Whether the cache can move cells to new positions
+    /// ([`Self::kv_cache_seq_add`]) (zoo-keeper patch: wraps
+    /// `llama_memory_can_shift`). Caches of models whose attention forbids
+    /// it (some sliding-window and recurrent ones) cannot.
+    #[must_use]
+    pub fn kv_cache_can_shift(&self) -> bool {
+        // SAFETY: the context is valid for `self`'s lifetime; the memory
+        // pointer it returns lives as long as the context, and
+        // `llama_memory_can_shift` only reads it.
+        unsafe {
+            let mem = llama_cpp_sys_2::llama_get_memory(self.context.as_ptr());
+            llama_cpp_sys_2::llama_memory_can_shift(mem)
+        }
+    }
+
     /// Copy the cache from one sequence to another.
     ///
     /// # Parameters

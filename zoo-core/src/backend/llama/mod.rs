@@ -51,6 +51,29 @@ pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
 /// and array (`bound_for_grammar`), so real calls end far below it.
 pub const MAX_CALL_TOKENS: u32 = 1024;
 
+/// Fewest cached tokens worth a shift: below this, decoding them again
+/// costs about what the shift does.
+const MIN_SHIFTED_TOKENS: usize = 32;
+
+/// Where in `cached` (after `common`) the longest run that `rest` begins
+/// with starts, and its length: the part of the old prompt that survived
+/// the cut. Candidates are the positions holding `rest`'s first token.
+fn kept_span(cached: &[LlamaToken], common: usize, rest: &[LlamaToken]) -> Option<(usize, usize)> {
+    let first = *rest.first()?;
+    let mut best: Option<(usize, usize)> = None;
+    for start in (common + 1..cached.len()).filter(|&i| cached[i] == first) {
+        let len = cached[start..]
+            .iter()
+            .zip(rest)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if !matches!(best, Some((_, longest)) if longest >= len) {
+            best = Some((start, len));
+        }
+    }
+    best
+}
+
 /// What a reply may call, decided before its first token.
 enum CallTools {
     /// Prose, or a call to any tool the request shows (`auto`).
@@ -86,6 +109,8 @@ pub struct LlamaBackend<'m> {
     grammar_cache: Option<(String, String)>,
     /// Whether a forced call's tool is chosen by the score of its whole name.
     score_tool_names: bool,
+    /// Whether cached cells may be shifted into place (`Config::context_shift`).
+    context_shift: bool,
     /// Thread counts, following the free cores unless the config fixes them.
     threads: ThreadPlanner,
 }
@@ -143,6 +168,7 @@ impl<'m> LlamaBackend<'m> {
             },
             grammar_cache: None,
             score_tool_names: true,
+            context_shift: config.context_shift,
             threads: ThreadPlanner::new(threads),
         })
     }
@@ -192,6 +218,9 @@ impl<'m> LlamaBackend<'m> {
             .count()
             .min(tokens.len().saturating_sub(1));
         if common < self.cached.len() {
+            if let Some(reused) = self.shift_into_place(tokens, common) {
+                return reused;
+            }
             let removed = self
                 .ctx
                 .clear_kv_cache_seq(Some(0), Some(common as u32), None)
@@ -206,6 +235,60 @@ impl<'m> LlamaBackend<'m> {
             self.cached.truncate(common);
         }
         common
+    }
+
+    /// When the engine dropped old turns from a full window, the new prompt
+    /// is the cached one with a span cut out after `common`: the cells of
+    /// what follows the cut are moved down over it (llama.cpp's sequence
+    /// remove and position shift) instead of being decoded again. Returns
+    /// how many prompt tokens the cache now holds, or `None` to reuse only
+    /// the prefix (shifting is off, the cache cannot shift, or too little
+    /// would be kept to be worth it).
+    fn shift_into_place(&mut self, tokens: &[LlamaToken], common: usize) -> Option<usize> {
+        if !self.context_shift || !self.ctx.kv_cache_can_shift() {
+            return None;
+        }
+        // The last prompt token is always decoded again, for its logits.
+        let room = tokens.len().saturating_sub(1).saturating_sub(common);
+        let (start, found) = kept_span(&self.cached, common, &tokens[common..])?;
+        let kept = found.min(room);
+        if kept < MIN_SHIFTED_TOKENS {
+            return None;
+        }
+        let end = start + kept;
+        let moved = self.ctx.clear_kv_cache_seq(Some(0), Some(end as u32), None) == Ok(true)
+            && self
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(common as u32), Some(start as u32))
+                == Ok(true)
+            && self
+                .ctx
+                .kv_cache_seq_add(
+                    0,
+                    Some(start as u32),
+                    Some(end as u32),
+                    common as i32 - start as i32,
+                )
+                .is_ok();
+        if !moved {
+            tracing::debug!(
+                common,
+                start,
+                kept,
+                "KV shift refused; re-decoding the prompt"
+            );
+            self.clear_cache();
+            return Some(0);
+        }
+        tracing::debug!(
+            common,
+            removed = start - common,
+            kept,
+            "shifted the cache into place"
+        );
+        self.cached.truncate(end);
+        self.cached.drain(common..start);
+        Some(common + kept)
     }
 
     /// Decodes prompt tokens after the reused prefix, a full batch per

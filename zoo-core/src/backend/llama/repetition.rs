@@ -92,14 +92,14 @@ mod tests {
             reply.extend(&refrain);
         }
         // A rule of 60 identical tokens (a line of dashes).
-        reply.extend(std::iter::repeat(7).take(60));
+        reply.extend(std::iter::repeat_n(7, 60));
         reply.extend(2000..2400);
         assert_eq!(first_loop_at(&reply), None);
     }
 
     #[test]
     fn a_single_token_loop_is_cut() {
-        let reply: Vec<i32> = std::iter::repeat(9).take(200).collect();
+        let reply: Vec<i32> = std::iter::repeat_n(9, 200).collect();
         assert_eq!(first_loop_at(&reply), Some(MIN_RUN - 1));
     }
 }
