@@ -277,6 +277,12 @@ pub struct Config {
     /// at `model_path`), e.g. the scripted mock for testing an agent
     /// without a model file.
     pub provider: Option<Provider>,
+    /// The SQLite file sessions are kept in (created if missing); with it,
+    /// every committed message is written there as the chat goes.
+    pub session_store: Option<String>,
+    /// The session to continue (or start, if the store has no such id);
+    /// `None` with a `session_store` starts a new session with a fresh id.
+    pub session: Option<String>,
 }
 
 impl Default for Config {
@@ -309,6 +315,8 @@ impl Default for Config {
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             provider: None,
+            session_store: None,
+            session: None,
         }
     }
 }
@@ -400,6 +408,18 @@ impl Config {
         self
     }
 
+    /// Sets `session_store`: the SQLite file the conversation is kept in.
+    pub fn session_store(mut self, path: impl Into<String>) -> Self {
+        self.session_store = Some(path.into());
+        self
+    }
+
+    /// Sets `session`: the id of the session to continue or start.
+    pub fn session(mut self, id: impl Into<String>) -> Self {
+        self.session = Some(id.into());
+        self
+    }
+
     /// Parses a JSON object of config keys; missing keys keep their
     /// defaults. Text that is not JSON is [`Error::InvalidJson`]; anything
     /// else wrong (not an object, an unknown or repeated key, a value of the
@@ -444,6 +464,12 @@ impl Config {
                 "provider",
                 "`model_path` and `provider` cannot both be given \
                  (an agent runs on a local model or on a provider)",
+            ));
+        }
+        if self.session.is_some() && self.session_store.is_none() {
+            return Err(Error::config(
+                "session",
+                "needs a `session_store`, the file the session is kept in",
             ));
         }
         Ok(())
@@ -600,6 +626,20 @@ const CONFIG_KEYS: Settings = Settings {
             Rule::Custom {
                 expected: provider::EXPECTED,
                 check: provider::check_json,
+            },
+        ),
+        (
+            "session_store",
+            Rule::Text {
+                null: true,
+                non_empty: true,
+            },
+        ),
+        (
+            "session",
+            Rule::Text {
+                null: true,
+                non_empty: true,
             },
         ),
     ],

@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod message;
 pub mod provider;
 pub mod response;
+pub mod session;
 pub mod template;
 pub mod tools;
 
@@ -36,6 +37,7 @@ pub use mcp::{HttpTransport, McpClient, McpServerInfo, McpTransport, StdioTransp
 pub use message::{Message, Role, ToolCall};
 pub use provider::{MockProvider, Provider};
 pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+pub use session::{SessionData, SessionInfo, SessionStore};
 pub use template::TemplateFamily;
 pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
 pub use tools::ToolDefinition;

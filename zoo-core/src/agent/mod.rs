@@ -376,6 +376,12 @@ impl Agent {
         self.shared.tools.definitions()
     }
 
+    /// The id of the session the conversation is kept in (config
+    /// `session_store`), or `None` without one.
+    pub fn session_id(&self) -> Option<String> {
+        self.shared.session_id.lock().clone()
+    }
+
     /// A copy of the conversation, system prompt first, as of the last
     /// finished chat or history change. Never blocks on a running chat.
     pub fn history(&self) -> Vec<Message> {

@@ -12,6 +12,19 @@ struct Entry {
     tokens: u32,
 }
 
+/// The part of a conversation a saved copy lacks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsaved {
+    /// Saved messages from this position on are no longer in the
+    /// conversation (a failed turn was undone, an answer regenerated).
+    pub stale_from: usize,
+    /// The position of the first message of `messages`: past `stale_from`
+    /// when messages were pruned from the window before they were saved.
+    pub from: usize,
+    /// The messages to save.
+    pub messages: Vec<Message>,
+}
+
 /// The conversation: an optional system prompt, then the messages.
 #[derive(Debug, Clone, Default)]
 pub struct History {
@@ -20,6 +33,13 @@ pub struct History {
     /// Leading messages (system prompt included) unchanged since `mark_sent`.
     stable: usize,
     next_call: u64,
+    /// Messages pruned from the front since the history was built or
+    /// cleared: `entries[i]` is message `dropped + i` of the conversation,
+    /// which is its position in a session store.
+    dropped: usize,
+    /// Messages before this position are saved unchanged (see
+    /// [`unsaved`](Self::unsaved)).
+    saved: usize,
 }
 
 impl History {
@@ -228,6 +248,7 @@ impl History {
     /// used to undo a turn that failed.
     pub fn truncate(&mut self, len: usize) {
         self.entries.truncate(len);
+        self.saved = self.saved.min(self.dropped + self.entries.len());
         let kept = self.entries.len() + usize::from(self.system.is_some());
         self.stable = self.stable.min(kept);
     }
@@ -235,6 +256,8 @@ impl History {
     /// Removes every message but the system prompt.
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.dropped = 0;
+        self.saved = 0;
         self.stable = self.stable.min(usize::from(self.system.is_some()));
     }
 
@@ -253,6 +276,7 @@ impl History {
                 .position(|e| e.message.role == Role::User)
                 .map_or(keep_from, |p| p + 1);
             removed.extend(self.entries.drain(..end).map(|e| e.message));
+            self.dropped += end;
             keep_from -= end;
         }
         if !removed.is_empty() {
@@ -270,6 +294,25 @@ impl History {
     /// Records that the current messages were sent to the backend.
     pub fn mark_sent(&mut self) {
         self.stable = self.entries.len() + usize::from(self.system.is_some());
+    }
+
+    /// What changed since [`mark_saved`](Self::mark_saved), by position in
+    /// the whole conversation (pruned messages counted).
+    pub fn unsaved(&self) -> Unsaved {
+        let from = self.saved.max(self.dropped);
+        Unsaved {
+            stale_from: self.saved,
+            from,
+            messages: self.entries[from - self.dropped..]
+                .iter()
+                .map(|e| e.message.clone())
+                .collect(),
+        }
+    }
+
+    /// Records that every message is saved.
+    pub fn mark_saved(&mut self) {
+        self.saved = self.dropped + self.entries.len();
     }
 
     /// A fresh tool-call id, unique within this history.

@@ -8,6 +8,7 @@ pub mod hooks;
 pub mod limits;
 pub mod options;
 pub mod queue;
+pub(crate) mod session_log;
 pub mod state;
 pub mod steering;
 pub(crate) mod stream_filter;

@@ -16,6 +16,7 @@ use super::hooks::Hooks;
 use super::limits::Limits;
 use super::options::ChatOptions;
 use super::queue::RequestQueue;
+use super::session_log::SessionLog;
 use super::state::AgentState;
 use super::steering::MessageQueues;
 use super::tool_runner::ToolRunner;
@@ -74,6 +75,8 @@ pub(crate) struct Shared {
     pub tools: Arc<ToolRegistry>,
     pub status: Mutex<Status>,
     pub history: Mutex<Vec<Message>>,
+    /// The id of the session the history is kept in, once it is open.
+    pub session_id: Mutex<Option<String>>,
     /// The inference thread and the tool thread: where callbacks and tool
     /// handlers run, and where blocking on the agent would wait for itself.
     pub agent_threads: Mutex<Vec<ThreadId>>,
@@ -103,6 +106,7 @@ impl Shared {
                 current: None,
             }),
             history: Mutex::new(Vec::new()),
+            session_id: Mutex::new(None),
             agent_threads: Mutex::new(Vec::new()),
         }
     }
@@ -140,37 +144,65 @@ pub(crate) fn serve(
             shared.agent_threads.lock().push(thread);
         }
     });
-    if let Err(e) = set_system_prompt(backend, &mut history, shared.config.system_prompt.clone()) {
-        shared.set_state(AgentState::Failed);
-        ready.complete(Err(e));
-        return;
-    }
+    let session = match start_history(shared, backend, &mut history) {
+        Ok(session) => session,
+        Err(e) => {
+            shared.set_state(AgentState::Failed);
+            ready.complete(Err(e));
+            return;
+        }
+    };
     publish(shared, &history);
     shared.set_state(AgentState::Idle);
     ready.complete(Ok(()));
 
     while let Some(job) = shared.queue.pop() {
+        let session = session.as_ref();
         match job {
-            Job::Chat(job) => run_chat(shared, backend, &mut history, &mut runner, *job),
-            // Publish before completing: a caller woken by the completion
-            // must read the new history.
+            Job::Chat(job) => run_chat(shared, backend, &mut history, &mut runner, session, *job),
+            // Publish and save before completing: a caller woken by the
+            // completion must read the new history.
             Job::SetSystemPrompt(prompt, done) => {
                 let result = set_system_prompt(backend, &mut history, prompt);
-                publish(shared, &history);
-                done.complete(result);
+                done.complete(result.and(commit(shared, session, &mut history)));
             }
             Job::ClearHistory(done) => {
                 history.clear();
-                publish(shared, &history);
-                done.complete(Ok(()));
+                done.complete(commit(shared, session, &mut history));
             }
             Job::ReplaceHistory(messages, done) => {
                 let result = replace_history(backend, &mut history, messages);
-                publish(shared, &history);
-                done.complete(result);
+                done.complete(result.and(commit(shared, session, &mut history)));
             }
         }
     }
+}
+
+/// Sets up the history: the config's session (its conversation and, when
+/// the config sets none, its system prompt) and the system prompt.
+fn start_history(
+    shared: &Shared,
+    backend: &mut dyn Backend,
+    history: &mut History,
+) -> Result<Option<SessionLog>> {
+    let mut prompt = shared.config.system_prompt.clone();
+    let Some((session, data)) = SessionLog::open(&shared.config)? else {
+        set_system_prompt(backend, history, prompt)?;
+        return Ok(None);
+    };
+    replace_history(backend, history, data.messages)?;
+    prompt = prompt.or(data.system_prompt);
+    set_system_prompt(backend, history, prompt)?;
+    history.mark_saved();
+    session.save(history)?;
+    *shared.session_id.lock() = Some(session.id().to_owned());
+    Ok(Some(session))
+}
+
+/// Publishes the history and writes it to the session, if there is one.
+fn commit(shared: &Shared, session: Option<&SessionLog>, history: &mut History) -> Result<()> {
+    publish(shared, history);
+    session.map_or(Ok(()), |session| session.save(history))
 }
 
 fn run_chat(
@@ -178,6 +210,7 @@ fn run_chat(
     backend: &mut dyn Backend,
     history: &mut History,
     runner: &mut ToolRunner,
+    session: Option<&SessionLog>,
     job: ChatJob,
 ) {
     let ChatJob {
@@ -235,7 +268,11 @@ fn run_chat(
             &mut callbacks,
             &cancel,
         );
-        publish(shared, history);
+        // A reply the session could not keep fails the chat: the user must
+        // know the conversation is not saved (the history keeps it, and the
+        // next save writes it).
+        let saved = commit(shared, session, history);
+        let result = result.and_then(|response| saved.map(|()| response));
         let mut status = shared.status.lock();
         status.current = None;
         if status.state != AgentState::Terminated {

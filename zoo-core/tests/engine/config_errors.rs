@@ -63,6 +63,10 @@ const CASES: &[(&str, &str)] = &[
         r#"invalid config `config`: expected a JSON object such as {"model_path": "model.gguf"}, got an array"#,
     ),
     (
+        r#"{"session": "kitchen"}"#,
+        "invalid config `session`: needs a `session_store`, the file the session is kept in",
+    ),
+    (
         "null",
         r#"invalid config `config`: expected a JSON object such as {"model_path": "model.gguf"}, got null"#,
     ),
@@ -81,7 +85,7 @@ fn every_config_error_names_the_key_and_the_rule() {
     }
     let err = Config::from_json(r#"{"temprature": 0.5}"#).unwrap_err();
     assert!(err.to_string().starts_with(UNKNOWN_KEY), "{err}");
-    assert!(err.to_string().ends_with("`provider`"), "{err}");
+    assert!(err.to_string().ends_with("`session`"), "{err}");
 }
 
 #[test]

@@ -1,0 +1,97 @@
+//! The agent's side of a session: opens the session the config names,
+//! hands its conversation to the history, and writes what the history
+//! committed after each chat and history change.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::history::History;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::provider::Provider;
+use crate::session::{SessionData, SessionStore};
+
+/// The sessions an agent of this process has open: a second agent on the
+/// same session would interleave its writes with the first one's.
+fn open_sessions() -> &'static Mutex<HashSet<(PathBuf, String)>> {
+    static OPEN: OnceLock<Mutex<HashSet<(PathBuf, String)>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
+/// An open session, held by one agent until it is dropped.
+pub(crate) struct SessionLog {
+    store: Arc<SessionStore>,
+    id: String,
+    /// The key in [`open_sessions`].
+    key: (PathBuf, String),
+}
+
+impl SessionLog {
+    /// Opens the config's `session` in its `session_store` (a new session
+    /// when no id is given, or the id is new), or `None` without a store.
+    pub(crate) fn open(config: &Config) -> Result<Option<(SessionLog, SessionData)>> {
+        let Some(path) = &config.session_store else {
+            return Ok(None);
+        };
+        let store = Arc::new(SessionStore::open(path)?);
+        let id = store.open_session(config.session.as_deref(), model_label(config).as_deref())?;
+        let key = (canonical(Path::new(path)), id.clone());
+        if !open_sessions().lock().insert(key.clone()) {
+            return Err(Error::InvalidArgument(format!(
+                "session `{id}` of `{path}` is open in another agent; \
+                 close that agent first (two agents writing one session would mix their turns)"
+            )));
+        }
+        let log = SessionLog { store, id, key };
+        let data = log.store.load(&log.id)?;
+        Ok(Some((log, data)))
+    }
+
+    /// The session's id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Writes what the history holds that the session lacks, in one
+    /// transaction; on failure the history keeps it for the next save.
+    pub(crate) fn save(&self, history: &mut History) -> Result<()> {
+        let unsaved = history.unsaved();
+        self.store.write_tail(
+            &self.id,
+            (unsaved.stale_from, unsaved.from),
+            &unsaved.messages,
+            history.system_prompt(),
+        )?;
+        history.mark_saved();
+        Ok(())
+    }
+}
+
+impl Drop for SessionLog {
+    fn drop(&mut self) {
+        open_sessions().lock().remove(&self.key);
+    }
+}
+
+/// The store's path as one key whatever way it was written.
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What the session records as its model: the GGUF file's name, or the
+/// provider's model.
+fn model_label(config: &Config) -> Option<String> {
+    if let Some(path) = &config.model_path {
+        return Path::new(path)
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned());
+    }
+    match &config.provider {
+        Some(Provider::OpenAi(openai)) => openai.model.clone(),
+        Some(provider) => Some(provider.type_name().to_owned()),
+        None => None,
+    }
+}
