@@ -162,6 +162,12 @@ typedef struct zoo_hook_result zoo_hook_result;
 typedef struct zoo_model zoo_model;
 
 /**
+ * An open session store. Free it with `zoo_session_store_free`. Safe to
+ * use from several threads; agents open the file on their own.
+ */
+typedef struct zoo_session_store zoo_session_store;
+
+/**
  * Where a tool handler puts its outcome (opaque; only valid during the call).
  */
 typedef struct zoo_tool_result zoo_tool_result;
@@ -744,6 +750,103 @@ void zoo_model_free(struct zoo_model *model);
 enum zoo_status zoo_model_metadata_json(const struct zoo_model *model,
                                         char **out_json,
                                         char **out_error);
+
+/**
+ * Opens (or creates) the session store at `path`; `*out_store` receives
+ * a handle to free with `zoo_session_store_free`.
+ *
+ * Returns `ZOO_IO` with the path and the reason when the file cannot be
+ * opened or is not a session store, `ZOO_INVALID_ARGUMENT` for NULL or
+ * non-UTF-8 arguments.
+ */
+enum zoo_status zoo_session_store_open(const char *path,
+                                       struct zoo_session_store **out_store,
+                                       char **out_error);
+
+/**
+ * Closes a session store. NULL is ignored.
+ */
+void zoo_session_store_free(struct zoo_session_store *store);
+
+/**
+ * Every session as a JSON array, the most recently updated first: `id`,
+ * `title`, `created_at`, `updated_at` (RFC 3339), `model`, `metadata`,
+ * `message_count`. `*out_json` is freed with `zoo_string_free`.
+ */
+enum zoo_status zoo_session_store_list_json(const struct zoo_session_store *store,
+                                            char **out_json,
+                                            char **out_error);
+
+/**
+ * One session as JSON: the fields of the list plus `system_prompt` and
+ * `messages` (as `zoo_agent_history_json` writes them). `ZOO_INVALID_ARGUMENT`
+ * when there is no such session.
+ */
+enum zoo_status zoo_session_store_load_json(const struct zoo_session_store *store,
+                                            const char *id,
+                                            char **out_json,
+                                            char **out_error);
+
+/**
+ * One session as pretty JSON, for backups (what
+ * `zoo_session_store_import_json` reads).
+ */
+enum zoo_status zoo_session_store_export_json(const struct zoo_session_store *store,
+                                              const char *id,
+                                              char **out_json,
+                                              char **out_error);
+
+/**
+ * One session as JSON Lines: a message per line, system prompt first.
+ */
+enum zoo_status zoo_session_store_transcript_jsonl(const struct zoo_session_store *store,
+                                                   const char *id,
+                                                   char **out_jsonl,
+                                                   char **out_error);
+
+/**
+ * Reads an exported session into the store; `*out_id` receives its id.
+ * `ZOO_INVALID_JSON` for text that is not a session export,
+ * `ZOO_INVALID_ARGUMENT` when the store already has that id.
+ */
+enum zoo_status zoo_session_store_import_json(const struct zoo_session_store *store,
+                                              const char *json,
+                                              char **out_id,
+                                              char **out_error);
+
+/**
+ * Deletes a session and its messages; `*out_deleted` is false when there
+ * was none.
+ */
+enum zoo_status zoo_session_store_delete(const struct zoo_session_store *store,
+                                         const char *id,
+                                         bool *out_deleted,
+                                         char **out_error);
+
+/**
+ * Sets a session's title. `ZOO_INVALID_ARGUMENT` when there is no such session.
+ */
+enum zoo_status zoo_session_store_rename(const struct zoo_session_store *store,
+                                         const char *id,
+                                         const char *title,
+                                         char **out_error);
+
+/**
+ * Sets a session's metadata to a JSON value of the caller's own.
+ */
+enum zoo_status zoo_session_store_set_metadata_json(const struct zoo_session_store *store,
+                                                    const char *id,
+                                                    const char *metadata_json,
+                                                    char **out_error);
+
+/**
+ * The id of the session the agent's conversation is kept in; `*out_id`
+ * is NULL when the agent has no `session_store`, else freed with
+ * `zoo_string_free`.
+ */
+enum zoo_status zoo_agent_session_id(const struct zoo_agent *agent,
+                                     char **out_id,
+                                     char **out_error);
 
 /**
  * A static, NUL-terminated description of a status (never NULL; unknown

@@ -69,6 +69,9 @@
     X(remote_openai_chat, 30)                \
     /* test_scenarios.c */                   \
     X(scenarios, 60)                         \
+    /* test_sessions.c */                    \
+    X(sessions_continue_in_a_new_agent, 20)  \
+    X(sessions_store_functions, 20)          \
     /* test_mcp.c */                         \
     X(mcp_errors, 60)                        \
     X(mcp_fake_server_in_a_chat, 60)         \

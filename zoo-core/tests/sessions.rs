@@ -214,7 +214,7 @@ fn rename_delete_export_import_and_transcript() {
     let store = SessionStore::open(dir.db()).unwrap();
     store.rename("a", "Greeting").unwrap();
     store.set_metadata("a", &json!({"user": 7})).unwrap();
-    let exported = store.export("a").unwrap();
+    let exported = store.export_json("a").unwrap();
     let jsonl = store.transcript_jsonl("a").unwrap();
     let lines: Vec<Message> = jsonl
         .lines()
@@ -223,7 +223,7 @@ fn rename_delete_export_import_and_transcript() {
     assert_eq!(lines[0], Message::system("sys"));
     assert_eq!(lines.len(), 3);
 
-    let err = store.import(&exported).unwrap_err();
+    let err = store.import_json(&exported).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
     assert!(store.delete("a").unwrap());
     assert!(!store.delete("a").unwrap());
@@ -231,12 +231,12 @@ fn rename_delete_export_import_and_transcript() {
         store.load("a").unwrap_err().code(),
         ErrorCode::InvalidArgument
     );
-    assert_eq!(store.import(&exported).unwrap(), "a");
+    assert_eq!(store.import_json(&exported).unwrap(), "a");
     let back = store.load("a").unwrap();
     assert_eq!(back.info.title.as_deref(), Some("Greeting"));
     assert_eq!(back.info.metadata, json!({"user": 7}));
     assert_eq!(back.messages.len(), 2);
-    let not_json = store.import("{").unwrap_err();
+    let not_json = store.import_json("{").unwrap_err();
     assert_eq!(not_json.code(), ErrorCode::InvalidJson);
     let err = store.rename("missing", "x").unwrap_err();
     assert!(err.to_string().contains("no session `missing`"), "{err}");

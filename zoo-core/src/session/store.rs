@@ -219,7 +219,7 @@ impl SessionStore {
     }
 
     /// A session as JSON ([`SessionData`]), for backups and other tools.
-    pub fn export(&self, id: &str) -> Result<String> {
+    pub fn export_json(&self, id: &str) -> Result<String> {
         Ok(serde_json::to_string_pretty(&self.load(id)?)?)
     }
 
@@ -236,13 +236,13 @@ impl SessionStore {
         Ok(out)
     }
 
-    /// Reads a session exported by [`export`](Self::export) (or written by
+    /// Reads a session exported by [`export_json`](Self::export_json) (or written by
     /// hand in its shape) into the store and returns its id.
     ///
     /// # Errors
     /// [`Error::InvalidJson`] for text that is not a session;
     /// [`Error::InvalidArgument`] for a bad id or one the store already has.
-    pub fn import(&self, json: &str) -> Result<String> {
+    pub fn import_json(&self, json: &str) -> Result<String> {
         let data: SessionData = serde_json::from_str(json)
             .map_err(|e| Error::InvalidJson(format!("not a session export: {e}")))?;
         check_id(&data.info.id)?;
