@@ -38,6 +38,7 @@ from ._native import (
 )
 from ._response import Event, Metrics, Response, Token, ToolCallRecord, ToolErrorRecord, Usage
 from ._schema import function_schema
+from ._session import SessionStore
 
 __all__ = [
     "Agent",
@@ -64,6 +65,7 @@ __all__ = [
     "Reject",
     "Replace",
     "Response",
+    "SessionStore",
     "Rewrite",
     "Token",
     "ToolCall",

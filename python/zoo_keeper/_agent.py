@@ -449,6 +449,12 @@ class Agent(_HookMethods):
     # -- history -----------------------------------------------------------
 
     @property
+    def session_id(self) -> Optional[str]:
+        """The id of the session the conversation is kept in (config
+        `session_store`), or None without one."""
+        return self._native.session_id()
+
+    @property
     def history(self) -> List[Dict[str, Any]]:
         """The conversation, system prompt first, as a list of message dicts."""
         return json.loads(self._native.history_json())

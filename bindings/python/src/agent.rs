@@ -434,6 +434,11 @@ impl NativeAgent {
         Ok(self.agent()?.id())
     }
 
+    /// The id of the session the conversation is kept in, if any.
+    fn session_id(&self) -> PyResult<Option<String>> {
+        Ok(self.agent()?.session_id())
+    }
+
     /// The conversation as JSON.
     fn history_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.agent()?.history()).map_err(|e| to_py(e.into()))

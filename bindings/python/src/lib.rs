@@ -11,6 +11,7 @@ mod agent;
 mod errors;
 mod hooks;
 mod model;
+mod session;
 mod thread_state;
 
 use pyo3::prelude::*;
@@ -21,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::NativeModel>()?;
     m.add_class::<agent::NativeAgent>()?;
     m.add_class::<agent::NativeChat>()?;
+    m.add_class::<session::NativeSessionStore>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
