@@ -61,6 +61,8 @@ export declare class NativeAgent {
   /** The MCP servers added, as a JSON array. */
   mcpServersJson(): string
   /** The conversation as JSON (never waits for a running chat). */
+  /** The id of the session the conversation is kept in, if any. */
+  sessionId(): string | null
   historyJson(): string
   /**
    * Replaces the conversation (a JSON array of messages), after the
@@ -111,6 +113,31 @@ export declare class NativeModel {
   /** GGUF metadata as JSON: `chat_template`, `architecture`, `name`. */
   metadataJson(): string
 }
+
+/** An open session store (wrapped by the package's `SessionStore`). */
+export declare class NativeSessionStore {
+  /** The file the store lives in. */
+  get path(): string
+  /** Every session as a JSON array, the most recently updated first. */
+  sessionsJson(): Promise<string>
+  /** One session (with its messages) as JSON. */
+  loadJson(id: string): Promise<string>
+  /** Deletes a session; false when there was none. */
+  delete(id: string): Promise<boolean>
+  /** Sets a session's title. */
+  rename(id: string, title: string): Promise<void>
+  /** Sets a session's metadata (JSON text). */
+  setMetadataJson(id: string, json: string): Promise<void>
+  /** One session as pretty JSON, for backups. */
+  exportJson(id: string): Promise<string>
+  /** Reads an exported session into the store; resolves to its id. */
+  importJson(json: string): Promise<string>
+  /** One session as JSON Lines, system prompt first. */
+  transcriptJsonl(id: string): Promise<string>
+}
+
+/** Opens (or creates) the session store at `path`. */
+export declare function openSessionStore(path: string): Promise<NativeSessionStore>
 
 /**
  * Starts an agent off the JS thread. `configJson` holds the config keys

@@ -91,6 +91,10 @@ export interface AgentConfig {
   followUpMode?: QueueMode
   /** What the agent runs on instead of a local model (then no `modelPath`). */
   provider?: Provider
+  /** The SQLite file conversations are kept in (created if missing). */
+  sessionStore?: string | null
+  /** The session to continue or start; absent with a `sessionStore` starts a new one. */
+  session?: string | null
   /** Hooks every chat runs (see `Agent.setHooks`). */
   hooks?: Hooks | null
 }
@@ -152,6 +156,46 @@ export declare class Model {
   static load(path: string, options?: ModelLoadOptions): Promise<Model>
   readonly path: string
   readonly metadata: { chatTemplate: string | null; architecture: string | null; name: string | null }
+}
+
+/** A session's description, as `SessionStore.sessions()` lists it. */
+export interface SessionInfo {
+  id: string
+  title: string | null
+  /** RFC 3339, UTC. */
+  createdAt: string
+  updatedAt: string
+  model: string | null
+  /** The caller's own JSON, as stored. */
+  metadata: unknown
+  messageCount: number
+}
+
+/** A whole session, as `SessionStore.load()` returns it. */
+export interface SessionData extends SessionInfo {
+  systemPrompt: string | null
+  messages: Message[]
+}
+
+/** Conversations kept in an SQLite file (the config's `sessionStore` and `session`). */
+export declare class SessionStore {
+  private constructor()
+  /** Opens (or creates) the store at `path`. */
+  static open(path: string): Promise<SessionStore>
+  readonly path: string
+  /** Every session, the most recently updated first. */
+  sessions(): Promise<SessionInfo[]>
+  load(id: string): Promise<SessionData>
+  /** False when there was no such session. */
+  delete(id: string): Promise<boolean>
+  rename(id: string, title: string): Promise<void>
+  setMetadata(id: string, metadata: unknown): Promise<void>
+  /** The session as JSON text, for backups (what `importJson` reads). */
+  exportJson(id: string): Promise<string>
+  /** Resolves to the imported session's id. */
+  importJson(json: string): Promise<string>
+  /** One message per line, system prompt first. */
+  transcriptJsonl(id: string): Promise<string>
 }
 
 /** A JSON schema of a tool's arguments (an object schema). */
@@ -441,6 +485,8 @@ export declare class Agent {
   clearQueues(): void
   /** The agent's id, unique in the process: the `agentId` of its events. */
   readonly id: number
+  /** The id of the session the conversation is kept in, or null without a `sessionStore`. */
+  readonly sessionId: string | null
   /** The conversation, system prompt first. */
   history(): Message[]
   setHistory(messages: Message[]): Promise<void>

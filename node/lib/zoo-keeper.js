@@ -126,6 +126,90 @@ class Model {
   }
 }
 
+/** A session's description, camelCase; `metadata` is the caller's own JSON, as stored. */
+function toSessionInfo(info) {
+  return {
+    id: info.id,
+    title: info.title ?? null,
+    createdAt: info.created_at,
+    updatedAt: info.updated_at,
+    model: info.model ?? null,
+    metadata: info.metadata ?? null,
+    messageCount: info.message_count,
+  }
+}
+
+/**
+ * Conversations kept in an SQLite file (the config's `sessionStore` and
+ * `session`): list, load, rename, delete, export and import them. Every
+ * call runs off the JavaScript thread.
+ */
+class SessionStore {
+  #native
+
+  constructor(token, nativeStore) {
+    if (token !== CONSTRUCT) throw new TypeError('use `await SessionStore.open(path)`')
+    this.#native = nativeStore
+  }
+
+  /** Opens (or creates) the store at `path`. */
+  static async open(path) {
+    if (typeof path !== 'string') throw invalid('SessionStore.open: `path` must be a string')
+    return new SessionStore(CONSTRUCT, await nativeAsync(() => binding.openSessionStore(path)))
+  }
+
+  /** The file the store lives in. */
+  get path() {
+    return this.#native.path
+  }
+
+  /** Every session, the most recently updated first. */
+  async sessions() {
+    return JSON.parse(await nativeAsync(() => this.#native.sessionsJson())).map(toSessionInfo)
+  }
+
+  /** One session with its `systemPrompt` and `messages`. */
+  async load(id) {
+    const data = JSON.parse(await nativeAsync(() => this.#native.loadJson(checkText(id, 'id'))))
+    return { ...toSessionInfo(data), systemPrompt: data.system_prompt ?? null, messages: data.messages.map(toMessage) }
+  }
+
+  /** Deletes a session; false when there was none. */
+  async delete(id) {
+    return nativeAsync(() => this.#native.delete(checkText(id, 'id')))
+  }
+
+  /** Sets a session's title. */
+  async rename(id, title) {
+    await nativeAsync(() => this.#native.rename(checkText(id, 'id'), checkText(title, 'title')))
+  }
+
+  /** Sets a session's metadata: any JSON-serializable value. */
+  async setMetadata(id, metadata) {
+    await nativeAsync(() => this.#native.setMetadataJson(checkText(id, 'id'), JSON.stringify(metadata ?? null)))
+  }
+
+  /** The session as JSON text, for backups (what `importJson` reads). */
+  async exportJson(id) {
+    return nativeAsync(() => this.#native.exportJson(checkText(id, 'id')))
+  }
+
+  /** Reads an exported session into the store; resolves to its id. */
+  async importJson(text) {
+    return nativeAsync(() => this.#native.importJson(checkText(text, 'json')))
+  }
+
+  /** The session as JSON Lines, one message per line, system prompt first. */
+  async transcriptJsonl(id) {
+    return nativeAsync(() => this.#native.transcriptJsonl(checkText(id, 'id')))
+  }
+}
+
+function checkText(value, name) {
+  if (typeof value !== 'string') throw invalid(`\`${name}\` must be a string`)
+  return value
+}
+
 /** An abort turned into the error `chat` rejects with. */
 function abortError(signal, response) {
   const error = new ZooError(ErrorCode.CANCELLED, 'cancelled: the chat was aborted', { cause: signal.reason })
@@ -579,6 +663,11 @@ class Agent {
     return native(() => this.#native.id())
   }
 
+  /** The id of the session the conversation is kept in (`sessionStore`), or null. */
+  get sessionId() {
+    return native(() => this.#native.sessionId())
+  }
+
   /** The conversation, system prompt first (never waits for a running chat). */
   history() {
     return JSON.parse(native(() => this.#native.historyJson())).map(toMessage)
@@ -709,6 +798,7 @@ class ChatStream {
 
 module.exports.Agent = Agent
 module.exports.Model = Model
+module.exports.SessionStore = SessionStore
 module.exports.ChatStream = ChatStream
 module.exports.ZooError = ZooError
 module.exports.ErrorCode = ErrorCode

@@ -340,6 +340,12 @@ impl NativeAgent {
         serde_json::to_string(&self.agent()?.mcp_servers()).map_err(|e| to_napi(Error::from(e)))
     }
 
+    /// The id of the session the conversation is kept in, if any.
+    #[napi]
+    pub fn session_id(&self) -> napi::Result<Option<String>> {
+        Ok(self.agent()?.session_id())
+    }
+
     /// The conversation as JSON (never waits for a running chat).
     #[napi]
     pub fn history_json(&self) -> napi::Result<String> {

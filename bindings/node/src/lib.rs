@@ -14,10 +14,12 @@ mod agent;
 mod errors;
 mod hooks;
 mod model;
+mod session;
 mod tools;
 
 pub use agent::{create_agent, AgentJob, CloseAgent, CreateAgent, NativeAgent, NativeChat};
 pub use model::{load_model, LoadModel, NativeModel};
+pub use session::{open_session_store, NativeSessionStore, OpenStore, StoreJob};
 
 /// The version of the native module (the workspace version).
 #[napi_derive::napi]
