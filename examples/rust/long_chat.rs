@@ -77,6 +77,13 @@ fn chat(
             turn * 7 + 3
         );
         let response = agent.chat(prompt.as_str(), ChatOptions::new()).wait()?;
+        if std::env::var_os("ZOO_VERBOSE").is_some() {
+            let usage = response.usage;
+            eprintln!(
+                "turn {turn}: {} prompt tokens, {} cached, {:.0} ms to the first token",
+                usage.prompt_tokens, usage.cached_tokens, response.metrics.time_to_first_token_ms
+            );
+        }
         if turn >= from {
             run.ttft_ms.push(response.metrics.time_to_first_token_ms);
             let usage = response.usage;

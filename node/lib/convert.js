@@ -51,9 +51,17 @@ function configToJson(config) {
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue
     if (toJson(value) === undefined) throw [key, `expected a JSON value, got ${typeof value}`]
-    out[snake(key)] = key === 'provider' ? snakeKeys(value) : value
+    out[snake(key)] = key === 'provider' ? snakeKeys(value) : key === 'contextStrategy' ? strategyJson(value) : value
   }
   return toJson(out)
+}
+
+/** `contextStrategy`: 'fifo', or `{compact: {...}}` with camelCase keys inside. */
+function strategyJson(value) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  const out = {}
+  for (const [key, item] of Object.entries(value)) out[snake(key)] = snakeKeys(item)
+  return out
 }
 
 /**

@@ -58,6 +58,10 @@ export interface AgentConfig {
   threadsBatch?: number
   /** Shift cached keys into place when old turns leave a full window, instead of decoding again (true). */
   contextShift?: boolean
+  /** How the history fits the window: 'fifo' (default) or the compaction cascade. */
+  contextStrategy?: 'fifo' | { compact: { keepRecent?: number; keepFirst?: number; toolResultTokens?: number; targetPercent?: number } }
+  /** Tool results over this many tokens keep their head and tail (0, default: whole). */
+  maxToolResultTokens?: number
   /** Layers offloaded to the GPU (0; -1 = all). */
   gpuLayers?: number
   /** Sampling seed (random when absent). */
@@ -341,7 +345,7 @@ export type AgentEvent = EventIdentity &
     | { type: 'tool_call_started'; id: string; name: string; arguments: any }
     | { type: 'tool_call_finished'; id: string; name: string; result?: unknown; error?: string; durationMs: number }
     | ({ type: 'tool_error' } & ToolErrorRecord)
-    | { type: 'history_compacted'; removed: Message[] }
+    | { type: 'history_compacted'; level: 'fifo' | 'truncate_tool_results' | 'summarize' | 'drop_middle' | 'keep_newest'; removed: Message[]; tokensBefore: number; tokensAfter: number }
     | { type: 'steering_received'; message: string }
     | { type: 'follow_up_started'; message: string }
     | { type: 'input_rejected'; reason: string }

@@ -4,6 +4,7 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value as Json};
 
+use crate::context::ContextStrategy;
 use crate::error::{Error, Result};
 use crate::provider::{self, Provider};
 use crate::template::TemplateFamily;
@@ -277,6 +278,14 @@ pub struct Config {
     /// at `model_path`), e.g. the scripted mock for testing an agent
     /// without a model file.
     pub provider: Option<Provider>,
+    /// How the history is fitted into the window: `fifo` (the default)
+    /// drops the oldest turns; `{"compact": {...}}` runs the compaction
+    /// cascade (see [`crate::context::compact`]).
+    pub context_strategy: ContextStrategy,
+    /// A tool result longer than this many tokens keeps only its head and
+    /// tail, with a marker, before it enters the history (0, the default:
+    /// results stay whole).
+    pub max_tool_result_tokens: u32,
     /// The SQLite file sessions are kept in (created if missing); with it,
     /// every committed message is written there as the chat goes.
     pub session_store: Option<String>,
@@ -315,6 +324,8 @@ impl Default for Config {
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             provider: None,
+            context_strategy: ContextStrategy::Fifo,
+            max_tool_result_tokens: 0,
             session_store: None,
             session: None,
         }
@@ -381,6 +392,10 @@ impl Config {
         follow_up_mode: QueueMode,
         /// Sets `stop`.
         stop: Vec<String>,
+        /// Sets `context_strategy`.
+        context_strategy: ContextStrategy,
+        /// Sets `max_tool_result_tokens`.
+        max_tool_result_tokens: u32,
     }
 
     /// Sets `seed`.
@@ -629,6 +644,17 @@ const CONFIG_KEYS: Settings = Settings {
             },
         ),
         (
+            "context_strategy",
+            Rule::Custom {
+                expected: CONTEXT_STRATEGY_EXPECTED,
+                check: check_context_strategy,
+            },
+        ),
+        (
+            "max_tool_result_tokens",
+            Rule::whole(0, U32_MAX, " (0 keeps results whole)"),
+        ),
+        (
             "session_store",
             Rule::Text {
                 null: true,
@@ -646,6 +672,43 @@ const CONFIG_KEYS: Settings = Settings {
 };
 
 const U32_MAX: i64 = u32::MAX as i64;
+
+/// What `context_strategy` accepts.
+const CONTEXT_STRATEGY_EXPECTED: &str = r#""fifo" or {"compact": {...}} with keep_recent, keep_first, tool_result_tokens, target_percent"#;
+
+/// The keys of `context_strategy.compact`.
+const COMPACT_KEYS: Settings = Settings {
+    name: "compact",
+    example: r#"{"keep_recent": 6}"#,
+    keys: &[
+        ("keep_recent", Rule::whole(0, 100_000, "")),
+        ("keep_first", Rule::whole(0, 100_000, "")),
+        ("tool_result_tokens", Rule::whole(16, U32_MAX, "")),
+        ("target_percent", Rule::whole(10, 100, "")),
+    ],
+};
+
+/// Checks `context_strategy`: `"fifo"`, or `{"compact": {...}}` whose keys
+/// are named by their whole path in errors.
+fn check_context_strategy(key: &str, value: &Json) -> Result<()> {
+    let compact = value
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("compact"));
+    match (value.as_str(), compact) {
+        (Some("fifo"), _) => Ok(()),
+        (_, Some(Json::Object(settings))) => {
+            COMPACT_KEYS.check_nested(&format!("{key}.compact"), settings)
+        }
+        _ => Err(Error::config(
+            key,
+            format!(
+                "expected {CONTEXT_STRATEGY_EXPECTED}, got {}",
+                describe(value)
+            ),
+        )),
+    }
+}
 
 /// `gpu_layers`, shared by the config and the model parameters.
 pub(crate) const GPU_LAYERS: Rule = Rule::whole(-1, i32::MAX as i64, " (-1 offloads every layer)");

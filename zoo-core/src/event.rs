@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::CompactionLevel;
 use crate::message::Message;
 use crate::response::{StopReason, ToolErrorRecord, Usage};
 
@@ -78,10 +79,17 @@ pub enum EventKind {
     },
     /// A tool error was sent back to the model.
     ToolError(ToolErrorRecord),
-    /// Old turns left the history to make room in the context window.
+    /// The history was compacted to make room in the context window: old
+    /// turns dropped (`fifo`), or a level of the compaction cascade.
     HistoryCompacted {
-        /// The removed messages, oldest first.
+        /// What the pass did.
+        level: CompactionLevel,
+        /// The messages removed or rewritten, oldest first, as they were.
         removed: Vec<Message>,
+        /// The history's tokens before the pass.
+        tokens_before: u32,
+        /// The history's tokens after it.
+        tokens_after: u32,
     },
     /// A message sent with `steer()` joined the conversation before the
     /// next reply.

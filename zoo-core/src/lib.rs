@@ -11,6 +11,7 @@ pub mod agent;
 pub mod backend;
 pub mod cancel;
 pub mod config;
+pub mod context;
 pub mod engine;
 pub mod error;
 pub mod event;

@@ -604,7 +604,10 @@ fn full_window_prunes_history_instead_of_failing() {
             .chat(
                 format!("Fact {i}: tell me something short about the number {i}."),
                 ChatOptions::new().on_event(move |e| {
-                    if let zoo_core::EventKind::HistoryCompacted { removed: messages } = &e.kind {
+                    if let zoo_core::EventKind::HistoryCompacted {
+                        removed: messages, ..
+                    } = &e.kind
+                    {
                         *seen.lock().unwrap() += messages.len();
                     }
                 }),

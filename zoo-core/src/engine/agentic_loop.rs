@@ -45,6 +45,7 @@ use crate::backend::{
 };
 use crate::cancel::CancelToken;
 use crate::config::{ToolChoice, ToolExecution};
+use crate::context::{cut_middle, CompactionLevel, ContextStrategy, Pass};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{AgentEvent, EventKind};
 use crate::message::{Message, Role, ToolCall};
@@ -77,6 +78,10 @@ pub struct TurnSettings {
     pub follow_up_mode: QueueMode,
     /// How a reply's calls run.
     pub tool_execution: ToolExecution,
+    /// How the history is fitted into the window.
+    pub context_strategy: ContextStrategy,
+    /// Tool results over this many tokens are cut (0: kept whole).
+    pub max_tool_result_tokens: u32,
 }
 
 /// What starts a chat.
@@ -617,15 +622,7 @@ impl Turn<'_, '_> {
         };
         let reply = reply_reserve(self.settings.max_tokens, context);
         let budget = context.saturating_sub(reply.saturating_add(tool_tokens));
-        let before = self.history.len();
-        let pruned = self.history.prune_to_fit(budget, self.turn_start);
-        if !pruned.is_empty() {
-            // The chat's messages moved up by what was removed before them.
-            self.turn_start -= before - self.history.len();
-            tracing::debug!(count = pruned.len(), "pruned history to fit the context");
-            self.callbacks
-                .event(EventKind::HistoryCompacted { removed: pruned });
-        }
+        self.compact_to(budget)?;
         if self.history.total_tokens() > budget {
             return Err(Error::ContextOverflow(format!(
                 "the current turn needs {} tokens but only {budget} of the {context}-token \
@@ -633,6 +630,50 @@ impl Turn<'_, '_> {
                  tool descriptions",
                 self.history.total_tokens()
             )));
+        }
+        Ok(())
+    }
+
+    /// Fits the history into `budget` by the configured strategy, reporting
+    /// each pass as `history_compacted`. The current turn moves up by what
+    /// was removed before it.
+    fn compact_to(&mut self, budget: u32) -> Result<()> {
+        let before = self.history.total_tokens();
+        let passes = match self.settings.context_strategy {
+            ContextStrategy::Fifo => {
+                let len = self.history.len();
+                let removed = self.history.prune_to_fit(budget, self.turn_start);
+                self.turn_start -= len - self.history.len();
+                if removed.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Pass {
+                        level: CompactionLevel::Fifo,
+                        removed,
+                        tokens_before: before,
+                        tokens_after: self.history.total_tokens(),
+                    }]
+                }
+            }
+            ContextStrategy::Compact(settings) => {
+                let backend = &mut *self.backend;
+                let done = self
+                    .history
+                    .compact(budget, self.turn_start, &settings, &mut |m| {
+                        backend.count_tokens(m)
+                    })?;
+                self.turn_start -= done.removed_before_turn;
+                done.passes
+            }
+        };
+        for pass in passes {
+            tracing::debug!(level = ?pass.level, before = pass.tokens_before, after = pass.tokens_after, "compacted the history");
+            self.callbacks.event(EventKind::HistoryCompacted {
+                level: pass.level,
+                removed: pass.removed,
+                tokens_before: pass.tokens_before,
+                tokens_after: pass.tokens_after,
+            });
         }
         Ok(())
     }
@@ -998,8 +1039,22 @@ impl Turn<'_, '_> {
         Ok(())
     }
 
-    fn inject(&mut self, message: Message) -> Result<()> {
-        let tokens = self.backend.count_tokens(&message)?;
+    fn inject(&mut self, mut message: Message) -> Result<()> {
+        let mut tokens = self.backend.count_tokens(&message)?;
+        let limit = self.settings.max_tool_result_tokens;
+        if message.role == Role::Tool && limit > 0 && tokens > limit {
+            // Hygiene: a huge result would push the conversation out of
+            // the window; its head and tail usually say what matters.
+            let backend = &mut *self.backend;
+            let template = message.clone();
+            message.content = cut_middle(&message.content, tokens, limit, &mut |text| {
+                backend.count_tokens(&Message {
+                    content: text.to_owned(),
+                    ..template.clone()
+                })
+            })?;
+            tokens = self.backend.count_tokens(&message)?;
+        }
         self.history.push(message, tokens)
     }
 

@@ -3,14 +3,9 @@
 //! prompt and never splits a tool call from its result, and the KV-cache
 //! hint (how many leading messages are unchanged since the last request).
 
+use crate::context::{self, CompactSettings, Compaction, Entry};
 use crate::error::{Error, Result};
 use crate::message::{Message, Role};
-
-#[derive(Debug, Clone)]
-struct Entry {
-    message: Message,
-    tokens: u32,
-}
 
 /// The part of a conversation a saved copy lacks.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,11 +13,9 @@ pub struct Unsaved {
     /// Saved messages from this position on are no longer in the
     /// conversation (a failed turn was undone, an answer regenerated).
     pub stale_from: usize,
-    /// The position of the first message of `messages`: past `stale_from`
-    /// when messages were pruned from the window before they were saved.
-    pub from: usize,
-    /// The messages to save.
-    pub messages: Vec<Message>,
+    /// The messages to save, with their positions (past `stale_from`;
+    /// with gaps where messages left the window before they were saved).
+    pub messages: Vec<(usize, Message)>,
 }
 
 /// The conversation: an optional system prompt, then the messages.
@@ -33,10 +26,9 @@ pub struct History {
     /// Leading messages (system prompt included) unchanged since `mark_sent`.
     stable: usize,
     next_call: u64,
-    /// Messages pruned from the front since the history was built or
-    /// cleared: `entries[i]` is message `dropped + i` of the conversation,
-    /// which is its position in a session store.
-    dropped: usize,
+    /// The position (in the whole conversation, as a session store numbers
+    /// its messages) the next message takes.
+    next_position: usize,
     /// Messages before this position are saved unchanged (see
     /// [`unsaved`](Self::unsaved)).
     saved: usize,
@@ -54,6 +46,7 @@ impl History {
         self.system = prompt.map(|(text, tokens)| Entry {
             message: Message::system(text),
             tokens,
+            position: None,
         });
         self.stable = 0;
     }
@@ -71,12 +64,21 @@ impl History {
     /// - a system message at the very start becomes the system prompt.
     pub fn push(&mut self, message: Message, tokens: u32) -> Result<()> {
         if message.role == Role::System && self.entries.is_empty() && self.system.is_none() {
-            self.system = Some(Entry { message, tokens });
+            self.system = Some(Entry {
+                message,
+                tokens,
+                position: None,
+            });
             return Ok(());
         }
         self.check_order(&message)?;
         self.reserve_call_ids(&message);
-        self.entries.push(Entry { message, tokens });
+        self.entries.push(Entry {
+            message,
+            tokens,
+            position: Some(self.next_position),
+        });
+        self.next_position += 1;
         Ok(())
     }
 
@@ -247,8 +249,12 @@ impl History {
     /// Drops messages after the first `len` (system prompt not counted),
     /// used to undo a turn that failed.
     pub fn truncate(&mut self, len: usize) {
+        let removed = self.entries.get(len..).unwrap_or_default();
+        if let Some(first) = removed.iter().find_map(|e| e.position) {
+            self.next_position = first;
+            self.saved = self.saved.min(first);
+        }
         self.entries.truncate(len);
-        self.saved = self.saved.min(self.dropped + self.entries.len());
         let kept = self.entries.len() + usize::from(self.system.is_some());
         self.stable = self.stable.min(kept);
     }
@@ -256,7 +262,7 @@ impl History {
     /// Removes every message but the system prompt.
     pub fn clear(&mut self) {
         self.entries.clear();
-        self.dropped = 0;
+        self.next_position = 0;
         self.saved = 0;
         self.stable = self.stable.min(usize::from(self.system.is_some()));
     }
@@ -267,22 +273,30 @@ impl History {
     /// starts at `keep_from` (the current one) are never removed. Returns the
     /// removed messages, oldest first.
     pub fn prune_to_fit(&mut self, budget: u32, keep_from: usize) -> Vec<Message> {
-        let mut removed = Vec::new();
-        let mut keep_from = keep_from.min(self.entries.len());
-        while self.total_tokens() > budget && keep_from > 0 {
-            // The oldest turn ends where the next user message begins.
-            let end = self.entries[1..keep_from]
-                .iter()
-                .position(|e| e.message.role == Role::User)
-                .map_or(keep_from, |p| p + 1);
-            removed.extend(self.entries.drain(..end).map(|e| e.message));
-            self.dropped += end;
-            keep_from -= end;
-        }
+        let fixed = self.system.as_ref().map_or(0, |e| e.tokens);
+        let removed = context::drop_oldest_turns(&mut self.entries, fixed, budget, keep_from);
         if !removed.is_empty() {
             self.stable = self.stable.min(usize::from(self.system.is_some()));
         }
         removed
+    }
+
+    /// Runs the compaction cascade until the history fits `budget`, keeping
+    /// the turn that starts at `keep_from` whole; `count` counts a
+    /// message's tokens. The KV-cache hint drops to the first change.
+    pub fn compact(
+        &mut self,
+        budget: u32,
+        keep_from: usize,
+        settings: &CompactSettings,
+        count: &mut dyn FnMut(&Message) -> Result<u32>,
+    ) -> Result<Compaction> {
+        let fixed = self.system.as_ref().map_or(0, |e| e.tokens);
+        let done = context::compact(&mut self.entries, fixed, budget, keep_from, settings, count)?;
+        if let Some(first) = done.first_changed {
+            self.stable = self.stable.min(first + usize::from(self.system.is_some()));
+        }
+        Ok(done)
     }
 
     /// Leading messages (system prompt included) unchanged since the last
@@ -299,20 +313,21 @@ impl History {
     /// What changed since [`mark_saved`](Self::mark_saved), by position in
     /// the whole conversation (pruned messages counted).
     pub fn unsaved(&self) -> Unsaved {
-        let from = self.saved.max(self.dropped);
         Unsaved {
             stale_from: self.saved,
-            from,
-            messages: self.entries[from - self.dropped..]
+            messages: self
+                .entries
                 .iter()
-                .map(|e| e.message.clone())
+                .filter_map(|e| Some((e.position?, &e.message)))
+                .filter(|(position, _)| *position >= self.saved)
+                .map(|(position, message)| (position, message.clone()))
                 .collect(),
         }
     }
 
     /// Records that every message is saved.
     pub fn mark_saved(&mut self) {
-        self.saved = self.dropped + self.entries.len();
+        self.saved = self.next_position;
     }
 
     /// A fresh tool-call id, unique within this history.

@@ -61,7 +61,7 @@ impl SessionLog {
         let unsaved = history.unsaved();
         self.store.write_tail(
             &self.id,
-            (unsaved.stale_from, unsaved.from),
+            unsaved.stale_from,
             &unsaved.messages,
             history.system_prompt(),
         )?;

@@ -327,6 +327,8 @@ fn turn_settings(config: &Config, options: &mut ChatOptions) -> TurnSettings {
         steering_mode: config.steering_mode,
         follow_up_mode: config.follow_up_mode,
         tool_execution: config.tool_execution,
+        context_strategy: config.context_strategy,
+        max_tool_result_tokens: config.max_tool_result_tokens,
     }
 }
 

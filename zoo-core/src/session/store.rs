@@ -270,7 +270,8 @@ impl SessionStore {
                 data.info.id
             )));
         }
-        insert_messages(&tx, &data.info.id, 0, &data.messages).map_err(self.err())?;
+        let numbered: Vec<(usize, Message)> = data.messages.into_iter().enumerate().collect();
+        insert_messages(&tx, &data.info.id, &numbered).map_err(self.err())?;
         tx.commit().map_err(self.err())?;
         Ok(data.info.id)
     }
@@ -299,23 +300,22 @@ impl SessionStore {
 
     /// Writes what changed at the end of a conversation in one transaction:
     /// the messages from `stale_from` on are deleted, `messages` are written
-    /// from position `from`, and the system prompt is set. A process killed
+    /// at their positions, and the system prompt is set. A process killed
     /// during the write leaves the session as the previous write left it.
     pub(crate) fn write_tail(
         &self,
         id: &str,
-        (stale_from, from): (usize, usize),
-        messages: &[Message],
+        stale_from: usize,
+        messages: &[(usize, Message)],
         system_prompt: Option<&str>,
     ) -> Result<()> {
         let title = messages
             .iter()
-            .find(|m| m.role == Role::User)
-            .map(|m| title_of(&m.content));
+            .find(|(_, m)| m.role == Role::User)
+            .map(|(_, m)| title_of(&m.content));
         let mut conn = self.conn.lock();
         let tx = conn.transaction().map_err(self.err())?;
-        let position = |p: usize| i64::try_from(p).unwrap_or(i64::MAX);
-        let (stale_from, from) = (position(stale_from), position(from));
+        let stale_from = i64::try_from(stale_from).unwrap_or(i64::MAX);
         tx.execute(
             "DELETE FROM messages WHERE session_id = ?1 AND position >= ?2",
             params![id, stale_from],
@@ -331,7 +331,7 @@ impl SessionStore {
             [id],
         )
         .map_err(self.err())?;
-        insert_messages(&tx, id, from, messages).map_err(self.err())?;
+        insert_messages(&tx, id, messages).map_err(self.err())?;
         tx.execute(
             &format!(
                 "UPDATE sessions SET updated_at = {NOW}, system_prompt = ?2,
@@ -384,13 +384,13 @@ fn info_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
 fn insert_messages(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
-    from: i64,
-    messages: &[Message],
+    messages: &[(usize, Message)],
 ) -> rusqlite::Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO messages (session_id, position, message) VALUES (?1, ?2, ?3)",
     )?;
-    for (position, message) in (from..).zip(messages) {
+    for (position, message) in messages {
+        let position = i64::try_from(*position).unwrap_or(i64::MAX);
         let text = serde_json::to_string(message)
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         insert.execute(params![id, position, text])?;

@@ -162,7 +162,15 @@ fn th_009_prune_callback_receives_the_pruned_messages() {
         let sink = pruned.clone();
         let question = format!("question number {i} with a few more words to fill the window");
         let options = ChatOptions::new().on_event(move |e| {
-            if let EventKind::HistoryCompacted { removed: messages } = &e.kind {
+            if let EventKind::HistoryCompacted {
+                removed: messages,
+                level,
+                tokens_before,
+                tokens_after,
+            } = &e.kind
+            {
+                assert_eq!(*level, zoo_core::context::CompactionLevel::Fifo);
+                assert!(tokens_after < tokens_before);
                 sink.lock()
                     .unwrap()
                     .extend(messages.iter().map(|m| m.content.clone()));
