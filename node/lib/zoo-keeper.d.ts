@@ -99,6 +99,8 @@ export interface AgentConfig {
   sessionStore?: string | null
   /** The session to continue or start; absent with a `sessionStore` starts a new one. */
   session?: string | null
+  /** Keep the session's KV cache beside the store when the agent closes, for an instant resume (true). */
+  sessionSnapshot?: boolean
   /** Hooks every chat runs (see `Agent.setHooks`). */
   hooks?: Hooks | null
 }

@@ -292,6 +292,10 @@ pub struct Config {
     /// The session to continue (or start, if the store has no such id);
     /// `None` with a `session_store` starts a new session with a fresh id.
     pub session: Option<String>,
+    /// Keep the session's KV cache in a file beside the store when the
+    /// agent closes, so the next agent on the session decodes only what is
+    /// new (true by default; local models only).
+    pub session_snapshot: bool,
 }
 
 impl Default for Config {
@@ -328,6 +332,7 @@ impl Default for Config {
             max_tool_result_tokens: 0,
             session_store: None,
             session: None,
+            session_snapshot: true,
         }
     }
 }
@@ -396,6 +401,8 @@ impl Config {
         context_strategy: ContextStrategy,
         /// Sets `max_tool_result_tokens`.
         max_tool_result_tokens: u32,
+        /// Sets `session_snapshot`.
+        session_snapshot: bool,
     }
 
     /// Sets `seed`.
@@ -668,6 +675,7 @@ const CONFIG_KEYS: Settings = Settings {
                 non_empty: true,
             },
         ),
+        ("session_snapshot", Rule::Bool),
     ],
 };
 

@@ -1024,3 +1024,66 @@ fn a_full_window_shifts_the_kept_history_instead_of_decoding_it_again() {
         "without it, late turns reused {decoded:.2?}: the window never filled"
     );
 }
+
+/// A session reopened by a new agent on the same model: with its KV
+/// snapshot the first reply decodes only the new message, and its greedy
+/// text equals what a fresh agent given the same history writes. A
+/// snapshot of another window is refused and the reply is the same again.
+fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
+    let dir = std::env::temp_dir().join(format!("zoo-resume-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("chats.db").to_string_lossy().into_owned();
+    let config = greedy()
+        .max_tokens(16)
+        .context_size(2048)
+        .session_store(db.clone())
+        .session("resume");
+    let story = "The lighthouse keeper wrote in his log every evening, and the sea kept \
+                 its own log of storms. "
+        .repeat(20);
+    let first = Agent::with_model(model.clone(), config.clone()).unwrap();
+    first.chat(story, ChatOptions::new()).wait().unwrap();
+    let history = first.history();
+    drop(first);
+    let snapshot = zoo_core::SessionStore::open(&db)
+        .unwrap()
+        .snapshot_path("resume");
+    assert!(snapshot.exists(), "no snapshot at {}", snapshot.display());
+
+    let follow_up = "When the storm came, the keeper";
+    let resumed = Agent::with_model(model.clone(), config.clone()).unwrap();
+    let reply = resumed.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    drop(resumed);
+    let new_tokens = reply.usage.prompt_tokens - reply.usage.cached_tokens;
+    assert!(
+        reply.usage.cached_tokens > 400 && new_tokens < 60,
+        "the resumed agent decoded {new_tokens} of {} prompt tokens",
+        reply.usage.prompt_tokens
+    );
+    let fresh =
+        Agent::with_model(model.clone(), greedy().max_tokens(16).context_size(2048)).unwrap();
+    fresh.set_history(history.clone()).unwrap();
+    let expected = fresh.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    assert_eq!(expected.usage.cached_tokens, 0);
+    assert_eq!(reply.text, expected.text);
+
+    // Another window: the snapshot does not match and is not loaded.
+    let other = Agent::with_model(model.clone(), config.context_size(1024)).unwrap();
+    let again = other.chat("And then?", ChatOptions::new()).wait().unwrap();
+    assert_eq!(again.usage.cached_tokens, 0, "{:?}", again.usage);
+    drop(other);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_resumed_session_decodes_only_what_is_new_and_answers_as_a_fresh_agent() {
+    let _serial = serial();
+    resume_matches_a_fresh_decode(&smollm2(), "smollm2");
+}
+
+#[test]
+fn a_resumed_session_on_gemma3_past_its_sliding_window_answers_as_a_fresh_agent() {
+    let _serial = serial();
+    resume_matches_a_fresh_decode(&gemma3(), "gemma3");
+}

@@ -116,4 +116,19 @@ pub trait Backend {
     fn take_tool_calls(&mut self) -> Vec<NativeToolCall> {
         Vec::new()
     }
+
+    /// Writes what the backend's cache holds to `path`, for a later
+    /// [`load_snapshot`](Self::load_snapshot) on the same model: returns
+    /// the bytes written, or `None` for a backend that keeps no cache of
+    /// its own (the default; remote models and the mock).
+    fn save_snapshot(&mut self, _path: &std::path::Path) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    /// Loads a snapshot written by [`save_snapshot`](Self::save_snapshot)
+    /// if it matches this backend's model; false when there is none or it
+    /// does not match (then nothing is loaded).
+    fn load_snapshot(&mut self, _path: &std::path::Path) -> Result<bool> {
+        Ok(false)
+    }
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use super::history::History;
+use crate::backend::Backend;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::provider::Provider;
@@ -53,6 +54,32 @@ impl SessionLog {
     /// The session's id.
     pub(crate) fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Loads the session's KV snapshot into the backend, if it has one for
+    /// this model; a snapshot that cannot be used only costs a decode.
+    pub(crate) fn load_snapshot(&self, backend: &mut dyn Backend) {
+        let path = self.store.snapshot_path(&self.id);
+        match backend.load_snapshot(&path) {
+            Ok(loaded) => tracing::debug!(session = %self.id, loaded, "KV snapshot"),
+            Err(e) => tracing::warn!(session = %self.id, "KV snapshot not loaded: {e}"),
+        }
+    }
+
+    /// Writes the backend's KV cache as the session's snapshot, for the
+    /// next agent on this session.
+    pub(crate) fn save_snapshot(&self, backend: &mut dyn Backend) {
+        let path = self.store.snapshot_path(&self.id);
+        let started = std::time::Instant::now();
+        match backend.save_snapshot(&path) {
+            Ok(bytes) => tracing::debug!(
+                session = %self.id,
+                bytes,
+                ms = started.elapsed().as_millis() as u64,
+                "KV snapshot saved"
+            ),
+            Err(e) => tracing::warn!(session = %self.id, "KV snapshot not saved: {e}"),
+        }
     }
 
     /// Writes what the history holds that the session lacks, in one

@@ -152,6 +152,10 @@ pub(crate) fn serve(
             return;
         }
     };
+    let snapshots = session.as_ref().filter(|_| shared.config.session_snapshot);
+    if let Some(session) = snapshots {
+        session.load_snapshot(backend);
+    }
     publish(shared, &history);
     shared.set_state(AgentState::Idle);
     ready.complete(Ok(()));
@@ -175,6 +179,9 @@ pub(crate) fn serve(
                 done.complete(result.and(commit(shared, session, &mut history)));
             }
         }
+    }
+    if let Some(session) = snapshots {
+        session.save_snapshot(backend);
     }
 }
 

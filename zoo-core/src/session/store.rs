@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at    TEXT NOT NULL,
     model         TEXT,
     metadata      TEXT NOT NULL DEFAULT 'null',
-    system_prompt TEXT
+    system_prompt TEXT,
+    -- Orders sessions by their last write when timestamps tie (same ms).
+    touched       INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -115,7 +117,7 @@ impl SessionStore {
     pub fn sessions(&self) -> Result<Vec<SessionInfo>> {
         let conn = self.conn.lock();
         let mut statement = conn
-            .prepare(&format!("{INFO_QUERY} ORDER BY s.updated_at DESC, s.id"))
+            .prepare(&format!("{INFO_QUERY} ORDER BY s.touched DESC, s.id"))
             .map_err(self.err())?;
         let rows = statement.query_map([], info_from_row).map_err(self.err())?;
         rows.map(|row| row.map_err(self.err())).collect()
@@ -173,13 +175,29 @@ impl SessionStore {
         })
     }
 
-    /// Deletes a session and its messages; false when there was none.
+    /// Deletes a session, its messages and its KV snapshot; false when
+    /// there was none.
     pub fn delete(&self, id: &str) -> Result<bool> {
         let conn = self.conn.lock();
         let removed = conn
             .execute("DELETE FROM sessions WHERE id = ?1", [id])
             .map_err(self.err())?;
+        let snapshot = self.snapshot_path(id);
+        let mut fingerprint = snapshot.as_os_str().to_owned();
+        fingerprint.push(".fingerprint");
+        let _ = std::fs::remove_file(&snapshot);
+        let _ = std::fs::remove_file(PathBuf::from(fingerprint));
         Ok(removed > 0)
+    }
+
+    /// Where a session's KV snapshot lives: a folder beside the database
+    /// (`chats.db-kv/`), one file per session named by its id in hex, so
+    /// that any id makes a safe file name.
+    pub fn snapshot_path(&self, id: &str) -> PathBuf {
+        let mut dir = self.path.as_os_str().to_owned();
+        dir.push("-kv");
+        let name: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+        PathBuf::from(dir).join(format!("{name}.kv"))
     }
 
     /// Sets a session's title.
@@ -335,7 +353,8 @@ impl SessionStore {
         tx.execute(
             &format!(
                 "UPDATE sessions SET updated_at = {NOW}, system_prompt = ?2,
-                 title = COALESCE(title, ?3) WHERE id = ?1"
+                 title = COALESCE(title, ?3),
+                 touched = (SELECT COALESCE(MAX(touched), 0) + 1 FROM sessions) WHERE id = ?1"
             ),
             params![id, system_prompt, title],
         )

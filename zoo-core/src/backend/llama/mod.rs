@@ -10,6 +10,7 @@ mod grammar;
 mod logs;
 mod model;
 mod repetition;
+mod snapshot;
 mod text;
 mod threads;
 
@@ -589,6 +590,14 @@ impl<'m> LlamaBackend<'m> {
 }
 
 impl Backend for LlamaBackend<'_> {
+    fn save_snapshot(&mut self, path: &std::path::Path) -> Result<Option<u64>> {
+        LlamaBackend::save_snapshot(self, path)
+    }
+
+    fn load_snapshot(&mut self, path: &std::path::Path) -> Result<bool> {
+        LlamaBackend::load_snapshot(self, path)
+    }
+
     fn generate(
         &mut self,
         request: &GenerateRequest<'_>,
