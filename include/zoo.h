@@ -528,6 +528,41 @@ enum zoo_status zoo_agent_clear_history(const struct zoo_agent *agent,
                                         char **out_error);
 
 /**
+ * Activates a skill of the config's `skills`, as the model's `load_skill`
+ * does: `*out_body` receives its instructions (free with `zoo_string_free`)
+ * and, when it names `allowed-tools`, only those (and `load_skill`) are
+ * shown until `zoo_agent_deactivate_skill`. `ZOO_INVALID_ARGUMENT` for an
+ * unknown name.
+ */
+enum zoo_status zoo_agent_activate_skill(const struct zoo_agent *agent,
+                                         const char *name,
+                                         char **out_body,
+                                         char **out_error);
+
+/**
+ * Shows every tool again after a skill restricted them.
+ */
+enum zoo_status zoo_agent_deactivate_skill(const struct zoo_agent *agent,
+                                           char **out_error);
+
+/**
+ * The config's skills as a JSON array of `name`, `description`,
+ * `allowed_tools` (null or an array) and `path`.
+ */
+enum zoo_status zoo_agent_skills_json(const struct zoo_agent *agent,
+                                      char **out_json,
+                                      char **out_error);
+
+/**
+ * The tools the model is shown, as a JSON array of `name`, `description`
+ * and `parameters`, in registration order (a skill's `allowed-tools`
+ * narrow it while the skill is active).
+ */
+enum zoo_status zoo_agent_tools_json(const struct zoo_agent *agent,
+                                     char **out_json,
+                                     char **out_error);
+
+/**
  * Sends `message` and blocks until the reply is complete. `options` and
  * `callbacks` may be NULL. On `ZOO_OK`, `*out_response_json` receives the
  * response (`text`, `stop_reason`, `tool_calls`, `tool_errors`, `usage`,

@@ -61,6 +61,14 @@ export declare class NativeAgent {
   /** The MCP servers added, as a JSON array. */
   mcpServersJson(): string
   /** The conversation as JSON (never waits for a running chat). */
+  /** Activates a skill; returns its instructions. */
+  activateSkill(name: string): string
+  /** Shows every tool again after a skill restricted them. */
+  deactivateSkill(): void
+  /** The config's skills as JSON. */
+  skillsJson(): string
+  /** The tools the model is shown, as JSON. */
+  toolsJson(): string
   /** The id of the session the conversation is kept in, if any. */
   sessionId(): string | null
   historyJson(): string

@@ -99,6 +99,8 @@ export interface AgentConfig {
   sessionStore?: string | null
   /** The session to continue or start; absent with a `sessionStore` starts a new one. */
   session?: string | null
+  /** Folders of skills (`<folder>/<skill>/SKILL.md`); later folders override. */
+  skills?: string[]
   /** Keep the session's KV cache beside the store when the agent closes, for an instant resume (true). */
   sessionSnapshot?: boolean
   /** Hooks every chat runs (see `Agent.setHooks`). */
@@ -491,6 +493,14 @@ export declare class Agent {
   clearQueues(): void
   /** The agent's id, unique in the process: the `agentId` of its events. */
   readonly id: number
+  /** The tools the model is shown, in registration order. */
+  tools(): { name: string; description: string; parameters: JsonSchema }[]
+  /** The config's skills. */
+  skills(): { name: string; description: string; allowedTools: string[] | null; path: string }[]
+  /** Activates a skill as the model's `load_skill` does; returns its instructions. */
+  activateSkill(name: string): string
+  /** Shows every tool again after a skill restricted them. */
+  deactivateSkill(): void
   /** The id of the session the conversation is kept in, or null without a `sessionStore`. */
   readonly sessionId: string | null
   /** The conversation, system prompt first. */

@@ -663,6 +663,35 @@ class Agent {
     return native(() => this.#native.id())
   }
 
+  /** The tools the model is shown ({name, description, parameters}), in registration order. */
+  tools() {
+    return JSON.parse(native(() => this.#native.toolsJson()))
+  }
+
+  /** The config's skills: name, description, allowedTools, path. */
+  skills() {
+    return JSON.parse(native(() => this.#native.skillsJson())).map((s) => ({
+      name: s.name,
+      description: s.description,
+      allowedTools: s.allowed_tools ?? null,
+      path: s.path,
+    }))
+  }
+
+  /**
+   * Activates a skill as the model's `load_skill` does: returns its
+   * instructions and, when it names `allowedTools`, shows only those until
+   * `deactivateSkill()`.
+   */
+  activateSkill(name) {
+    return native(() => this.#native.activateSkill(checkText(name, 'name')))
+  }
+
+  /** Shows every tool again after a skill restricted them. */
+  deactivateSkill() {
+    native(() => this.#native.deactivateSkill())
+  }
+
   /** The id of the session the conversation is kept in (`sessionStore`), or null. */
   get sessionId() {
     return native(() => this.#native.sessionId())

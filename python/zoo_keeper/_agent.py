@@ -449,6 +449,31 @@ class Agent(_HookMethods):
     # -- history -----------------------------------------------------------
 
     @property
+    def tools(self) -> List[Dict[str, Any]]:
+        """The tools the model is shown (name, description, parameters), in
+        registration order."""
+        result: List[Dict[str, Any]] = json.loads(self._native.tools_json())
+        return result
+
+    # -- skills ------------------------------------------------------------
+
+    @property
+    def skills(self) -> List[Dict[str, Any]]:
+        """The config's skills: name, description, allowed_tools, path."""
+        result: List[Dict[str, Any]] = json.loads(self._native.skills_json())
+        return result
+
+    def activate_skill(self, name: str) -> str:
+        """Activates a skill as the model's `load_skill` does: returns its
+        instructions and, when it names `allowed-tools`, shows only those
+        until `deactivate_skill()`."""
+        return self._native.activate_skill(name)
+
+    def deactivate_skill(self) -> None:
+        """Shows every tool again after a skill restricted them."""
+        self._native.deactivate_skill()
+
+    @property
     def session_id(self) -> Optional[str]:
         """The id of the session the conversation is kept in (config
         `session_store`), or None without one."""

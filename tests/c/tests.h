@@ -72,6 +72,8 @@
     /* test_sessions.c */                    \
     X(sessions_continue_in_a_new_agent, 20)  \
     X(sessions_store_functions, 20)          \
+    /* test_skills.c */                      \
+    X(skills_load_restrict_restore, 20)      \
     /* test_mcp.c */                         \
     X(mcp_errors, 60)                        \
     X(mcp_fake_server_in_a_chat, 60)         \

@@ -296,6 +296,10 @@ pub struct Config {
     /// agent closes, so the next agent on the session decodes only what is
     /// new (true by default; local models only).
     pub session_snapshot: bool,
+    /// Folders of skills (`<folder>/<skill>/SKILL.md`); a later folder's
+    /// skill replaces an earlier one of the same name. With any, the system
+    /// prompt lists them and the `load_skill` tool loads one.
+    pub skills: Vec<String>,
 }
 
 impl Default for Config {
@@ -333,6 +337,7 @@ impl Default for Config {
             session_store: None,
             session: None,
             session_snapshot: true,
+            skills: Vec::new(),
         }
     }
 }
@@ -403,6 +408,8 @@ impl Config {
         max_tool_result_tokens: u32,
         /// Sets `session_snapshot`.
         session_snapshot: bool,
+        /// Sets `skills`.
+        skills: Vec<String>,
     }
 
     /// Sets `seed`.
@@ -676,6 +683,7 @@ const CONFIG_KEYS: Settings = Settings {
             },
         ),
         ("session_snapshot", Rule::Bool),
+        ("skills", Rule::Texts),
     ],
 };
 

@@ -20,6 +20,7 @@ pub mod message;
 pub mod provider;
 pub mod response;
 pub mod session;
+pub mod skills;
 pub mod template;
 pub mod tools;
 

@@ -215,3 +215,69 @@ pub extern "C" fn zoo_agent_clear_history(
         handle_arg(agent, "agent")?.agent.clear_history()
     })
 }
+
+/// Activates a skill of the config's `skills`, as the model's `load_skill`
+/// does: `*out_body` receives its instructions (free with `zoo_string_free`)
+/// and, when it names `allowed-tools`, only those (and `load_skill`) are
+/// shown until `zoo_agent_deactivate_skill`. `ZOO_INVALID_ARGUMENT` for an
+/// unknown name.
+#[no_mangle]
+pub extern "C" fn zoo_agent_activate_skill(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    out_body: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_body, "out_body")?;
+        let agent = handle_arg(agent, "agent")?;
+        let body = agent.agent.activate_skill(str_arg(name, "name")?)?;
+        out.write(into_c_string(body));
+        Ok(())
+    })
+}
+
+/// Shows every tool again after a skill restricted them.
+#[no_mangle]
+pub extern "C" fn zoo_agent_deactivate_skill(
+    agent: *const zoo_agent,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        handle_arg(agent, "agent")?.agent.deactivate_skill();
+        Ok(())
+    })
+}
+
+/// The config's skills as a JSON array of `name`, `description`,
+/// `allowed_tools` (null or an array) and `path`.
+#[no_mangle]
+pub extern "C" fn zoo_agent_skills_json(
+    agent: *const zoo_agent,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_json, "out_json")?;
+        let json = serde_json::to_string(&handle_arg(agent, "agent")?.agent.skills())?;
+        out.write(into_c_string(json));
+        Ok(())
+    })
+}
+
+/// The tools the model is shown, as a JSON array of `name`, `description`
+/// and `parameters`, in registration order (a skill's `allowed-tools`
+/// narrow it while the skill is active).
+#[no_mangle]
+pub extern "C" fn zoo_agent_tools_json(
+    agent: *const zoo_agent,
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_json, "out_json")?;
+        let json = serde_json::to_string(&handle_arg(agent, "agent")?.agent.tools())?;
+        out.write(into_c_string(json));
+        Ok(())
+    })
+}

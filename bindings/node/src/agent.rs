@@ -340,6 +340,33 @@ impl NativeAgent {
         serde_json::to_string(&self.agent()?.mcp_servers()).map_err(|e| to_napi(Error::from(e)))
     }
 
+    /// Activates a skill; returns its instructions.
+    #[napi]
+    pub fn activate_skill(&self, name: String) -> napi::Result<String> {
+        self.agent()?.activate_skill(&name).napi_err()
+    }
+
+    /// Shows every tool again after a skill restricted them.
+    #[napi]
+    pub fn deactivate_skill(&self) -> napi::Result<()> {
+        self.agent()?.deactivate_skill();
+        Ok(())
+    }
+
+    /// The tools the model is shown, as JSON.
+    #[napi]
+    pub fn tools_json(&self) -> napi::Result<String> {
+        serde_json::to_string(&self.agent()?.tools())
+            .map_err(|e| to_napi(Error::Internal(format!("tools: {e}"))))
+    }
+
+    /// The config's skills as JSON.
+    #[napi]
+    pub fn skills_json(&self) -> napi::Result<String> {
+        serde_json::to_string(&self.agent()?.skills())
+            .map_err(|e| to_napi(Error::Internal(format!("skills: {e}"))))
+    }
+
     /// The id of the session the conversation is kept in, if any.
     #[napi]
     pub fn session_id(&self) -> napi::Result<Option<String>> {

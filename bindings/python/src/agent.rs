@@ -434,6 +434,27 @@ impl NativeAgent {
         Ok(self.agent()?.id())
     }
 
+    /// Activates a skill; returns its instructions.
+    fn activate_skill(&self, name: &str) -> PyResult<String> {
+        self.agent()?.activate_skill(name).py_err()
+    }
+
+    /// Shows every tool again after a skill restricted them.
+    fn deactivate_skill(&self) -> PyResult<()> {
+        self.agent()?.deactivate_skill();
+        Ok(())
+    }
+
+    /// The tools the model is shown, as JSON.
+    fn tools_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.agent()?.tools()).map_err(|e| to_py(e.into()))
+    }
+
+    /// The config's skills as JSON.
+    fn skills_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.agent()?.skills()).map_err(|e| to_py(e.into()))
+    }
+
     /// The id of the session the conversation is kept in, if any.
     fn session_id(&self) -> PyResult<Option<String>> {
         Ok(self.agent()?.session_id())

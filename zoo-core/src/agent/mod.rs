@@ -105,7 +105,7 @@ impl Agent {
         body: impl FnOnce(Startup) + Send + 'static,
     ) -> Result<Self> {
         config.validate()?;
-        let shared = Arc::new(Shared::new(config));
+        let shared = Shared::new(config)?;
         let ready = Completion::new();
         let startup = Startup {
             shared: shared.clone(),
@@ -374,6 +374,24 @@ impl Agent {
     /// The registered tools' definitions, in registration order.
     pub fn tools(&self) -> Vec<ToolDefinition> {
         self.shared.tools.definitions()
+    }
+
+    /// Activates a skill of the config's `skills`, as the model's
+    /// `load_skill` does: returns its instructions and, when it names its
+    /// `allowed-tools`, shows only those (and `load_skill`) until
+    /// [`deactivate_skill`](Self::deactivate_skill).
+    pub fn activate_skill(&self, name: &str) -> Result<String> {
+        crate::skills::activate(&self.shared.skills, &self.shared.tools, name)
+    }
+
+    /// Shows every tool again after a skill restricted them.
+    pub fn deactivate_skill(&self) {
+        crate::skills::deactivate(&self.shared.tools);
+    }
+
+    /// The config's skills: name, description and allowed tools.
+    pub fn skills(&self) -> Vec<crate::skills::Skill> {
+        self.shared.skills.list().into_iter().cloned().collect()
     }
 
     /// The id of the session the conversation is kept in (config

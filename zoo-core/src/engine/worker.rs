@@ -27,6 +27,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::event::EventKind;
 use crate::message::Message;
 use crate::response::{Metrics, Response, StopReason, Usage};
+use crate::skills::{self, Skills};
 use crate::tools::registry::ToolRegistry;
 
 /// A chat waiting for the inference thread.
@@ -75,6 +76,8 @@ pub(crate) struct Shared {
     pub tools: Arc<ToolRegistry>,
     pub status: Mutex<Status>,
     pub history: Mutex<Vec<Message>>,
+    /// The config's skills (empty without any).
+    pub skills: Arc<Skills>,
     /// The id of the session the history is kept in, once it is open.
     pub session_id: Mutex<Option<String>>,
     /// The inference thread and the tool thread: where callbacks and tool
@@ -90,7 +93,19 @@ pub(crate) struct Status {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config) -> Self {
+    /// The agent's shared state; loads the config's skills and registers
+    /// `load_skill` when there are any.
+    pub(crate) fn new(config: Config) -> Result<Arc<Self>> {
+        let skills = Arc::new(Skills::load(&config.skills)?);
+        let shared = Arc::new(Self::with_skills(config, skills.clone()));
+        if !skills.is_empty() {
+            let tool = skills::load_skill_tool(skills, Arc::downgrade(&shared.tools))?;
+            shared.tools.register(tool);
+        }
+        Ok(shared)
+    }
+
+    fn with_skills(config: Config, skills: Arc<Skills>) -> Self {
         /// The id the next agent of the process gets.
         static NEXT_AGENT_ID: AtomicU64 = AtomicU64::new(1);
         Shared {
@@ -106,6 +121,7 @@ impl Shared {
                 current: None,
             }),
             history: Mutex::new(Vec::new()),
+            skills,
             session_id: Mutex::new(None),
             agent_threads: Mutex::new(Vec::new()),
         }
@@ -167,6 +183,7 @@ pub(crate) fn serve(
             // Publish and save before completing: a caller woken by the
             // completion must read the new history.
             Job::SetSystemPrompt(prompt, done) => {
+                let prompt = with_skills(prompt, &shared.skills);
                 let result = set_system_prompt(backend, &mut history, prompt);
                 done.complete(result.and(commit(shared, session, &mut history)));
             }
@@ -194,16 +211,33 @@ fn start_history(
 ) -> Result<Option<SessionLog>> {
     let mut prompt = shared.config.system_prompt.clone();
     let Some((session, data)) = SessionLog::open(&shared.config)? else {
-        set_system_prompt(backend, history, prompt)?;
+        set_system_prompt(backend, history, with_skills(prompt, &shared.skills))?;
         return Ok(None);
     };
     replace_history(backend, history, data.messages)?;
     prompt = prompt.or(data.system_prompt);
-    set_system_prompt(backend, history, prompt)?;
+    set_system_prompt(backend, history, with_skills(prompt, &shared.skills))?;
     history.mark_saved();
     session.save(history)?;
     *shared.session_id.lock() = Some(session.id().to_owned());
     Ok(Some(session))
+}
+
+/// The system prompt with the skills' list after it (once: a prompt
+/// restored from a session already has it).
+fn with_skills(prompt: Option<String>, skills: &Skills) -> Option<String> {
+    if skills.is_empty()
+        || prompt
+            .as_deref()
+            .is_some_and(|p| p.contains("<available_skills>"))
+    {
+        return prompt;
+    }
+    let block = skills.prompt_block();
+    Some(match prompt {
+        Some(prompt) => format!("{prompt}\n\n{block}"),
+        None => block,
+    })
 }
 
 /// Publishes the history and writes it to the session, if there is one.

@@ -300,6 +300,9 @@ impl Tool {
 #[derive(Debug, Default)]
 pub struct ToolRegistry {
     tools: RwLock<Vec<Tool>>,
+    /// While a skill with `allowed-tools` is active: the only tools shown
+    /// and run.
+    visible: RwLock<Option<Vec<String>>>,
 }
 
 impl ToolRegistry {
@@ -335,7 +338,22 @@ impl ToolRegistry {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<Tool> {
+        if !self.is_visible(name) {
+            return None;
+        }
         self.tools.read().iter().find(|t| t.name() == name).cloned()
+    }
+
+    /// Shows and runs only the named tools (`None` shows every tool again).
+    pub fn restrict(&self, names: Option<Vec<String>>) {
+        *self.visible.write() = names;
+    }
+
+    fn is_visible(&self, name: &str) -> bool {
+        self.visible
+            .read()
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
     }
 
     /// Every tool, in registration order.
@@ -348,6 +366,7 @@ impl ToolRegistry {
         self.tools
             .read()
             .iter()
+            .filter(|t| self.is_visible(t.name()))
             .map(|t| t.definition.clone())
             .collect()
     }
