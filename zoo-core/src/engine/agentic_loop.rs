@@ -249,6 +249,9 @@ impl Turn<'_, '_> {
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
+        // The calls of the last round that succeeded: a small model that
+        // got its answer often asks again, word for word, until the limit.
+        let mut answered: Option<Vec<(String, Value)>> = None;
         loop {
             // 2. Check limits, take steering, fit the window.
             if self.cancel.is_cancelled() {
@@ -299,9 +302,24 @@ impl Turn<'_, '_> {
                 return Ok(self.finish(content, StopReason::ToolLimit));
             }
             tool_rounds += 1;
+            let asked: Vec<(String, Value)> = calls
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect();
+            if answered.as_ref() == Some(&asked) && parsed.failures.is_empty() {
+                self.refuse_calls(
+                    &calls,
+                    "the same call with the same arguments already ran; its result is above, \
+                     answer the user with it",
+                )?;
+                tool_choice = ToolChoice::None;
+                text = content;
+                continue;
+            }
 
             // 5–7. Validate, execute, inject; then unreadable calls.
             let batch = self.run_calls(&calls, &parsed)?;
+            answered = matches!(batch, BatchOutcome::Succeeded).then_some(asked);
             // A forced choice holds until a call succeeds; after that the
             // model must be free to answer. Past the retry limit, tools are
             // withdrawn so the model answers with what it has.

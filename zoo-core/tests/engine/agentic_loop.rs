@@ -338,8 +338,10 @@ fn tool_call_markup_is_not_streamed() {
 
 #[test]
 fn tool_limit_ends_the_turn_and_keeps_history_valid() {
+    // Different arguments each time: a word-for-word repeat is refused
+    // before the limit (see the scenario repeated_call_is_not_run_again).
     let mock = MockBackend::with_script(
-        (0..5).map(|_| MockReply::tool_call("get_weather", json!({"city": "X"}))),
+        (0..5).map(|n| MockReply::tool_call("get_weather", json!({"city": format!("X{n}")}))),
     );
     let config = zoo_core::Config::default().max_tool_iterations(2);
     let agent = zoo_core::Agent::with_backend(mock.clone(), config).unwrap();
