@@ -563,6 +563,18 @@ enum zoo_status zoo_agent_tools_json(const struct zoo_agent *agent,
                                      char **out_error);
 
 /**
+ * Offers a child agent to the model as a tool (see the README's
+ * sub-agents): `spec_json` is `{"name", "description", "tools": [names of
+ * this agent's tools the child may call], "config": {the child's config}}`.
+ * Without a `provider` in its config the child shares this agent's loaded
+ * model. `ZOO_TOOL_NOT_FOUND` for an unknown tool, `ZOO_INVALID_ARGUMENT`
+ * for a bad spec, the config's own errors for `config`.
+ */
+enum zoo_status zoo_agent_add_subagent(const struct zoo_agent *agent,
+                                       const char *spec_json,
+                                       char **out_error);
+
+/**
  * Sends `message` and blocks until the reply is complete. `options` and
  * `callbacks` may be NULL. On `ZOO_OK`, `*out_response_json` receives the
  * response (`text`, `stop_reason`, `tool_calls`, `tool_errors`, `usage`,

@@ -61,6 +61,8 @@ export declare class NativeAgent {
   /** The MCP servers added, as a JSON array. */
   mcpServersJson(): string
   /** The conversation as JSON (never waits for a running chat). */
+  /** Offers a child agent as a tool (`specJson` as the core reads it). */
+  addSubagent(specJson: string): void
   /** Activates a skill; returns its instructions. */
   activateSkill(name: string): string
   /** Shows every tool again after a skill restricted them. */

@@ -493,6 +493,8 @@ export declare class Agent {
   clearQueues(): void
   /** The agent's id, unique in the process: the `agentId` of its events. */
   readonly id: number
+  /** Offers a child agent to the model as a tool taking a `task` and returning the child's `answer`. */
+  addSubagent(spec: { name: string; description: string; tools?: string[]; config?: AgentConfig }): void
   /** The tools the model is shown, in registration order. */
   tools(): { name: string; description: string; parameters: JsonSchema }[]
   /** The config's skills. */

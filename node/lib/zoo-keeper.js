@@ -663,6 +663,23 @@ class Agent {
     return native(() => this.#native.id())
   }
 
+  /**
+   * Offers a child agent to the model as the tool `name`, which takes a
+   * `task` and returns the child's `answer`. `config` is the child's (camelCase
+   * keys): with a `provider` it runs there, without one on this agent's loaded
+   * model. `tools` names tools of this agent the child may call.
+   */
+  addSubagent({ name, description, tools = [], config = {} } = {}) {
+    let configJson
+    try {
+      configJson = configToJson(config)
+    } catch (error) {
+      throw configError(error)
+    }
+    const spec = `{"name":${JSON.stringify(name ?? null)},"description":${JSON.stringify(description ?? null)},"tools":${JSON.stringify(tools)},"config":${configJson}}`
+    native(() => this.#native.addSubagent(spec))
+  }
+
   /** The tools the model is shown ({name, description, parameters}), in registration order. */
   tools() {
     return JSON.parse(native(() => this.#native.toolsJson()))

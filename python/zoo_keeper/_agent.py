@@ -455,6 +455,17 @@ class Agent(_HookMethods):
         result: List[Dict[str, Any]] = json.loads(self._native.tools_json())
         return result
 
+    # -- sub-agents --------------------------------------------------------
+
+    def add_subagent(self, name: str, description: str, *, tools: Sequence[str] = (), **config: Any) -> None:
+        """Offers a child agent to the model as the tool `name`, which takes a
+        `task` and returns the child's `answer`. `config` is the child's
+        (system_prompt, max_turns, ...): with a `provider` it runs there,
+        without one on this agent's loaded model. `tools` names tools of this
+        agent the child may call."""
+        spec = {"name": name, "description": description, "tools": list(tools), "config": config}
+        self._native.add_subagent(json.dumps(spec))
+
     # -- skills ------------------------------------------------------------
 
     @property

@@ -1,5 +1,5 @@
 /*
- * test_skills.c: skills from C: the config's `skills` folders, the model's
+ * test_skills.c: skills and sub-agents from C: the config's `skills` folders, the model's
  * load_skill restricting the tools, zoo_agent_activate_skill,
  * zoo_agent_deactivate_skill, zoo_agent_skills_json and zoo_agent_tools_json.
  */
@@ -88,4 +88,36 @@ void test_skills_load_restrict_restore(void) {
     unlink(file);
     rmdir(folder);
     rmdir(dir);
+}
+
+void test_subagent_answers_the_task(void) {
+    const char *parent_config =
+        "{\"provider\": {\"type\": \"mock\", \"replies\": [\"<tool_call>{\\\"name\\\": "
+        "\\\"researcher\\\", \\\"arguments\\\": {\\\"task\\\": \\\"Oslo\\\"}}</tool_call>\", "
+        "\"Done.\"]}}";
+    zoo_agent *parent = NULL;
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_agent_create(parent_config, &parent, &err), ZOO_OK, err);
+    const char *spec =
+        "{\"name\": \"researcher\", \"description\": \"Looks things up\", \"config\": "
+        "{\"provider\": {\"type\": \"mock\", \"replies\": [\"It is cold in Oslo.\"]}}}";
+    CHECK_STATUS(zoo_agent_add_subagent(parent, spec, &err), ZOO_OK, err);
+    char *out = NULL;
+    CHECK_STATUS(zoo_agent_chat(parent, "Oslo?", NULL, NULL, &out, &err), ZOO_OK, err);
+    char *answer = jm_string(out, "tool_calls.0.result.answer");
+    CHECK_STR(answer, "It is cold in Oslo.");
+    free(answer);
+    th_free_string(&out);
+    CHECK_STATUS(zoo_agent_add_subagent(parent, "{\"name\": \"r\", \"description\": \"d\", "
+                                                "\"tools\": [\"missing\"], \"config\": "
+                                                "{\"provider\": {\"type\": \"mock\"}}}",
+                                        &err),
+                 ZOO_TOOL_NOT_FOUND, err);
+    CHECK_ERROR_MESSAGE(err);
+    CHECK_STATUS(zoo_agent_add_subagent(parent, "{\"name\": \"r\"}", &err), ZOO_INVALID_ARGUMENT,
+                 err);
+    CHECK_ERROR_MESSAGE(err);
+    CHECK_STATUS(zoo_agent_add_subagent(parent, "not json", &err), ZOO_INVALID_JSON, err);
+    CHECK_ERROR_MESSAGE(err);
+    zoo_agent_free(parent);
 }

@@ -74,6 +74,7 @@
     X(sessions_store_functions, 20)          \
     /* test_skills.c */                      \
     X(skills_load_restrict_restore, 20)      \
+    X(subagent_answers_the_task, 20)         \
     /* test_mcp.c */                         \
     X(mcp_errors, 60)                        \
     X(mcp_fake_server_in_a_chat, 60)         \

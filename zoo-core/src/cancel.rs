@@ -71,6 +71,11 @@ pub(crate) fn with_current_call<R>(token: &CancelToken, run: impl FnOnce() -> R)
     result
 }
 
+/// The cancel token of the chat whose tool call this thread runs.
+pub(crate) fn current_call() -> Option<CancelToken> {
+    CURRENT_CALL.with(|c| c.borrow().clone())
+}
+
 /// Whether the chat whose tool call this thread runs has been stopped
 /// (false outside a chat's tool call).
 pub(crate) fn current_call_cancelled() -> bool {

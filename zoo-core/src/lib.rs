@@ -24,7 +24,7 @@ pub mod skills;
 pub mod template;
 pub mod tools;
 
-pub use agent::{Agent, AgentState, ChatHandle, ChatOptions};
+pub use agent::{Agent, AgentState, ChatHandle, ChatOptions, SubAgent};
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams};
 pub use backend::mock::{MockBackend, MockReply};

@@ -1087,3 +1087,36 @@ fn a_resumed_session_on_gemma3_past_its_sliding_window_answers_as_a_fresh_agent(
     let _serial = serial();
     resume_matches_a_fresh_decode(&gemma3(), "gemma3");
 }
+
+/// A sub-agent without a provider runs on the parent's loaded model, with
+/// its own context: the forced call reaches it and its answer comes back.
+#[test]
+fn a_subagent_shares_the_parents_model() {
+    let _serial = serial();
+    let model = smollm2();
+    let parent = Agent::with_model(model, greedy().max_tokens(48)).unwrap();
+    parent
+        .add_subagent(zoo_core::SubAgent {
+            name: "helper".into(),
+            description: "Answers a question in one sentence".into(),
+            config: greedy()
+                .max_tokens(24)
+                .system_prompt("Answer in one short sentence."),
+            tools: Vec::new(),
+        })
+        .unwrap();
+    let response = parent
+        .chat(
+            "Ask the helper what color the sky is.",
+            ChatOptions::new().tool_choice(ToolChoice::Tool("helper".into())),
+        )
+        .wait()
+        .unwrap();
+    let result = response.tool_calls[0].result.clone().unwrap();
+    let answer = result["answer"].as_str().unwrap();
+    assert!(!answer.trim().is_empty(), "{result}");
+    assert!(
+        result["usage"]["completion_tokens"].as_u64().unwrap() > 0,
+        "{result}"
+    );
+}

@@ -281,3 +281,22 @@ pub extern "C" fn zoo_agent_tools_json(
         Ok(())
     })
 }
+
+/// Offers a child agent to the model as a tool (see the README's
+/// sub-agents): `spec_json` is `{"name", "description", "tools": [names of
+/// this agent's tools the child may call], "config": {the child's config}}`.
+/// Without a `provider` in its config the child shares this agent's loaded
+/// model. `ZOO_TOOL_NOT_FOUND` for an unknown tool, `ZOO_INVALID_ARGUMENT`
+/// for a bad spec, the config's own errors for `config`.
+#[no_mangle]
+pub extern "C" fn zoo_agent_add_subagent(
+    agent: *const zoo_agent,
+    spec_json: *const c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let agent = handle_arg(agent, "agent")?;
+        let spec = zoo_core::SubAgent::from_json(str_arg(spec_json, "spec_json")?)?;
+        agent.agent.add_subagent(spec)
+    })
+}

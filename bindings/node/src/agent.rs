@@ -340,6 +340,13 @@ impl NativeAgent {
         serde_json::to_string(&self.agent()?.mcp_servers()).map_err(|e| to_napi(Error::from(e)))
     }
 
+    /// Offers a child agent as a tool (`specJson` as the core reads it).
+    #[napi]
+    pub fn add_subagent(&self, spec_json: String) -> napi::Result<()> {
+        let spec = zoo_core::SubAgent::from_json(&spec_json).napi_err()?;
+        self.agent()?.add_subagent(spec).napi_err()
+    }
+
     /// Activates a skill; returns its instructions.
     #[napi]
     pub fn activate_skill(&self, name: String) -> napi::Result<String> {

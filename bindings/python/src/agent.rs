@@ -434,6 +434,12 @@ impl NativeAgent {
         Ok(self.agent()?.id())
     }
 
+    /// Offers a child agent as a tool (`spec_json` as the core reads it).
+    fn add_subagent(&self, spec_json: &str) -> PyResult<()> {
+        let spec = zoo_core::SubAgent::from_json(spec_json).py_err()?;
+        self.agent()?.add_subagent(spec).py_err()
+    }
+
     /// Activates a skill; returns its instructions.
     fn activate_skill(&self, name: &str) -> PyResult<String> {
         self.agent()?.activate_skill(name).py_err()

@@ -3,6 +3,7 @@
 //! cancel flag or reads a copy, so all of them are safe from any thread.
 
 pub(crate) mod handle;
+mod subagent;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,6 +11,7 @@ use std::thread::JoinHandle;
 pub use crate::engine::options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
 pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
+pub use subagent::SubAgent;
 
 use crate::backend::Backend;
 use crate::config::Config;
@@ -35,6 +37,9 @@ pub struct Agent {
     finished: Arc<Completion<()>>,
     /// MCP servers whose tools are registered; closed after the thread ends.
     mcp: McpServers,
+    /// The loaded model it runs on, which sub-agents share.
+    #[cfg(feature = "llama")]
+    model: Option<crate::backend::llama::Model>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -130,6 +135,8 @@ impl Agent {
             thread: Some(thread),
             finished,
             mcp: McpServers::default(),
+            #[cfg(feature = "llama")]
+            model: None,
         };
         match ready.wait() {
             Ok(()) => Ok(agent),
@@ -194,7 +201,8 @@ impl Agent {
                 ),
             ));
         }
-        Self::start(config, move |startup| {
+        let shared_model = model.clone();
+        let mut agent = Self::start(config, move |startup| {
             // The context borrows the model, so the model lives in this
             // thread's frame for as long as the context does.
             let model = model;
@@ -203,7 +211,9 @@ impl Agent {
                 Ok(mut backend) => startup.serve(&mut backend),
                 Err(error) => startup.fail(error),
             };
-        })
+        })?;
+        agent.model = Some(shared_model);
+        Ok(agent)
     }
 
     /// The lifecycle state.

@@ -1,0 +1,48 @@
+// Sub-agents through Node: a child agent offered as a tool answers the
+// parent's task, may call the tools it was given, and bad specs throw.
+import assert from 'node:assert/strict'
+import test from 'node:test'
+
+import { zk, toolCall } from './helpers.mjs'
+
+const { Agent, ErrorCode } = zk
+
+test("the child's answer is the result", async () => {
+  const parent = await Agent.create({
+    provider: { type: 'mock', replies: [toolCall('researcher', { task: 'weather in Oslo' }), 'Done.'] },
+  })
+  let ran = 0
+  parent.registerTool({ name: 'weather', description: 'Weather', parameters: { type: 'object', properties: {} } }, () => {
+    ran += 1
+    return 'cold'
+  })
+  parent.addSubagent({
+    name: 'researcher',
+    description: 'Looks things up',
+    tools: ['weather'],
+    config: {
+      systemPrompt: 'You research.',
+      provider: { type: 'mock', replies: [toolCall('weather', {}), 'It is cold in Oslo.'], pieceDelayMs: 0 },
+    },
+  })
+  const response = await parent.chat('Oslo?')
+  assert.equal(response.text, 'Done.')
+  assert.equal(response.toolCalls[0].result.answer, 'It is cold in Oslo.')
+  assert.equal(ran, 1)
+  await parent.close()
+})
+
+test('bad specs throw typed errors', async () => {
+  const parent = await Agent.create({ provider: { type: 'mock' } })
+  assert.throws(() => parent.addSubagent({ name: 'r', description: 'd', tools: ['missing'], config: { provider: { type: 'mock' } } }), {
+    code: ErrorCode.TOOL_NOT_FOUND,
+  })
+  assert.throws(() => parent.addSubagent({ name: 'r', description: 'd' }), {
+    code: ErrorCode.INVALID_ARGUMENT,
+    message: /give the sub-agent a provider/,
+  })
+  assert.throws(() => parent.addSubagent({ name: 'r', description: 'd', config: { temprature: 1 } }), {
+    code: ErrorCode.INVALID_CONFIG,
+  })
+  await parent.close()
+})

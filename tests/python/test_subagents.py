@@ -1,0 +1,41 @@
+"""Sub-agents through Python: a child agent offered as a tool answers the
+parent's task, may call the tools it was given, and bad specs raise."""
+
+import json
+
+import pytest
+
+from zoo_keeper import Agent, InvalidArgumentError, ToolNotFoundError
+
+
+def tool_call(name: str, arguments: dict) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+def test_the_childs_answer_is_the_result() -> None:
+    parent_replies = [tool_call("researcher", {"task": "weather in Oslo"}), "Done."]
+    child_replies = [tool_call("weather", {}), "It is cold in Oslo."]
+    with Agent(provider={"type": "mock", "replies": parent_replies}) as parent:
+        ran = []
+        parent.register_tool("weather", "Weather", {"type": "object", "properties": {}}, lambda: ran.append(1) or "cold")
+        parent.add_subagent(
+            "researcher",
+            "Looks things up",
+            tools=["weather"],
+            system_prompt="You research.",
+            provider={"type": "mock", "replies": child_replies},
+        )
+        response = parent.chat("Oslo?")
+        assert response.text == "Done."
+        assert response.tool_calls[0].result["answer"] == "It is cold in Oslo."
+        assert ran == [1]
+
+
+def test_bad_specs_raise() -> None:
+    with Agent(provider={"type": "mock"}) as parent:
+        with pytest.raises(ToolNotFoundError):
+            parent.add_subagent("r", "d", tools=["missing"], provider={"type": "mock"})
+        with pytest.raises(InvalidArgumentError, match="give the sub-agent a provider"):
+            parent.add_subagent("r", "d")
+        with pytest.raises(InvalidArgumentError, match="`name`"):
+            parent.add_subagent("", "d", provider={"type": "mock"})

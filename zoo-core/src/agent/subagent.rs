@@ -1,0 +1,193 @@
+//! Sub-agents: a child agent offered to the model as a tool. The child has
+//! its own system prompt, limits and history, and runs on the parent's
+//! loaded model (its own context) or on any provider (the oracle pattern:
+//! a small local agent asks a bigger remote one). Each call is a fresh task;
+//! the parent's stop reaches the child; the child's final text is the
+//! result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::Agent;
+use crate::cancel;
+use crate::config::Config;
+use crate::engine::options::ChatOptions;
+use crate::error::{Error, Result};
+use crate::tools::registry::Tool;
+
+/// How often a waiting sub-agent call looks at the parent's stop.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// What the result says when the child wrote no text.
+const NO_ANSWER: &str = "(the sub-agent finished without an answer)";
+
+/// A child agent to offer as a tool.
+#[derive(Debug, Clone)]
+pub struct SubAgent {
+    /// The tool's name.
+    pub name: String,
+    /// When the model should delegate to it.
+    pub description: String,
+    /// The child's config (system prompt, `max_turns`, sampling...). With
+    /// a `provider` it runs there; without, on the parent's loaded model.
+    pub config: Config,
+    /// Tools of the parent the child may call, by name.
+    pub tools: Vec<String>,
+}
+
+impl SubAgent {
+    /// Reads `{"name", "description", "tools": [...], "config": {...}}`
+    /// (`tools` and `config` optional), the shape every front door passes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidJson`] for text that is not JSON;
+    /// [`Error::InvalidArgument`] naming a missing or mistyped field; the
+    /// config's own errors for `config`.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let value: Value = serde_json::from_str(json)
+            .map_err(|e| Error::InvalidJson(format!("sub-agent: {e}")))?;
+        let text = |key: &str| {
+            value[key]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!("a sub-agent needs `{key}`, a non-empty string"))
+                })
+        };
+        let tools = match &value["tools"] {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items
+                .iter()
+                .map(|t| t.as_str().map(str::to_owned))
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| {
+                    Error::InvalidArgument("a sub-agent's `tools` are tool names (strings)".into())
+                })?,
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "a sub-agent's `tools` is an array of tool names".into(),
+                ))
+            }
+        };
+        let config = match &value["config"] {
+            Value::Null => Config::default(),
+            config => Config::from_json(&config.to_string())?,
+        };
+        Ok(SubAgent {
+            name: text("name")?,
+            description: text("description")?,
+            config,
+            tools,
+        })
+    }
+}
+
+/// How the child is built, once, on its first call.
+type Build = Box<dyn Fn() -> Result<Agent> + Send + Sync>;
+
+/// The tool that runs `sub` with `tools` (the parent's, already looked up).
+pub(crate) fn subagent_tool(sub: &SubAgent, tools: Vec<Tool>, build: Build) -> Result<Tool> {
+    let child: Arc<Mutex<Option<Agent>>> = Arc::new(Mutex::new(None));
+    let schema = json!({
+        "type": "object",
+        "properties": {"task": {
+            "type": "string",
+            "description": "What to do, with everything needed to do it"
+        }},
+        "required": ["task"],
+    });
+    Tool::new(
+        sub.name.clone(),
+        sub.description.clone(),
+        schema,
+        move |args| {
+            let task = args["task"].as_str().unwrap_or_default().to_owned();
+            let mut slot = child.lock();
+            if slot.is_none() {
+                let agent = build().map_err(|e| format!("the sub-agent could not start: {e}"))?;
+                for tool in &tools {
+                    agent.register_tool(tool.clone());
+                }
+                *slot = Some(agent);
+            }
+            let agent = slot.as_ref().expect("built above");
+            run_task(agent, task).map_err(|e| e.to_string())
+        },
+    )
+}
+
+/// One task on a fresh history; the parent's stop cancels it.
+fn run_task(agent: &Agent, task: String) -> Result<Value> {
+    agent.clear_history()?;
+    let parent = cancel::current_call();
+    let handle = agent.chat(task, ChatOptions::new());
+    let response = loop {
+        if let Some(result) = handle.wait_timeout(STOP_POLL) {
+            break result?;
+        }
+        if parent.as_ref().is_some_and(|t| t.is_cancelled()) {
+            handle.cancel();
+        }
+    };
+    let text = if response.text.trim().is_empty() {
+        NO_ANSWER.to_owned()
+    } else {
+        response.text.clone()
+    };
+    Ok(json!({
+        "answer": text,
+        "stop_reason": response.stop_reason,
+        "usage": response.usage,
+    }))
+}
+
+impl Agent {
+    /// Offers a child agent to the model as the tool `sub.name`, which
+    /// takes a `task` and returns the child's answer (`answer`, its
+    /// `stop_reason` and `usage`). The child is started on its first call;
+    /// without a `provider` it shares this agent's loaded model.
+    ///
+    /// # Errors
+    /// [`Error::ToolNotFound`] for a tool the parent does not have;
+    /// [`Error::InvalidArgument`] for a child without a provider when this
+    /// agent has no local model; the config's own errors.
+    pub fn add_subagent(&self, sub: SubAgent) -> Result<()> {
+        sub.config.validate()?;
+        let tools = sub
+            .tools
+            .iter()
+            .map(|name| {
+                self.shared
+                    .tools
+                    .get(name)
+                    .ok_or_else(|| Error::ToolNotFound(name.clone()))
+            })
+            .collect::<Result<Vec<Tool>>>()?;
+        let build = self.child_builder(&sub.config)?;
+        self.register_tool(subagent_tool(&sub, tools, build)?);
+        Ok(())
+    }
+
+    /// How the child is started: on its provider, or on this agent's model.
+    fn child_builder(&self, config: &Config) -> Result<Build> {
+        let config = config.clone();
+        if config.provider.is_some() {
+            return Ok(Box::new(move || Agent::create(config.clone())));
+        }
+        #[cfg(feature = "llama")]
+        if let Some(model) = self.model.clone() {
+            return Ok(Box::new(move || {
+                Agent::with_model(model.clone(), config.clone())
+            }));
+        }
+        Err(Error::InvalidArgument(
+            "a sub-agent without a `provider` runs on the parent's loaded model, \
+             and this agent has none (give the sub-agent a provider)"
+                .into(),
+        ))
+    }
+}

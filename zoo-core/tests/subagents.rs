@@ -1,0 +1,156 @@
+//! Sub-agents on the mock: the child's answer is the tool's result, the
+//! child may call the tools it was given, the parent's stop reaches it, an
+//! empty answer has a fallback, and bad specs are typed errors.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use zoo_core::{
+    Agent, ChatOptions, Config, ErrorCode, MockBackend, MockProvider, MockReply, StopReason,
+    SubAgent, Tool,
+};
+
+fn child(replies: Vec<MockReply>, delay_ms: u32) -> Config {
+    Config::default()
+        .system_prompt("You research.")
+        .provider(MockProvider::new(replies).piece_delay_ms(delay_ms))
+}
+
+fn delegate(task: &str) -> MockReply {
+    MockReply::tool_call("researcher", json!({"task": task}))
+}
+
+fn spec(config: Config, tools: Vec<String>) -> SubAgent {
+    SubAgent {
+        name: "researcher".into(),
+        description: "Looks things up".into(),
+        config,
+        tools,
+    }
+}
+
+#[test]
+fn the_childs_answer_is_the_result_and_it_may_use_the_tools_it_was_given() {
+    let parent = Agent::with_backend(
+        MockBackend::with_script([delegate("weather in Oslo"), MockReply::text("Done.")]),
+        Config::default(),
+    )
+    .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    parent.register_tool(
+        Tool::new("weather", "Weather", json!({"type": "object"}), move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(json!("cold"))
+        })
+        .unwrap(),
+    );
+    let replies = vec![
+        MockReply::tool_call("weather", json!({})),
+        MockReply::text("It is cold in Oslo."),
+    ];
+    parent
+        .add_subagent(spec(child(replies, 0), vec!["weather".into()]))
+        .unwrap();
+    let response = parent.chat("Oslo?", ChatOptions::new()).wait().unwrap();
+    assert_eq!(response.text, "Done.");
+    let result = response.tool_calls[0].result.clone().unwrap();
+    assert_eq!(result["answer"], "It is cold in Oslo.");
+    assert_eq!(result["stop_reason"], "stop");
+    assert!(result["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the child ran the parent's tool"
+    );
+}
+
+#[test]
+fn an_empty_answer_has_a_fallback_and_each_call_is_a_fresh_task() {
+    let parent = Agent::with_backend(
+        MockBackend::with_script([
+            delegate("one"),
+            MockReply::text("ok"),
+            delegate("two"),
+            MockReply::text("ok"),
+        ]),
+        Config::default(),
+    )
+    .unwrap();
+    parent
+        .add_subagent(spec(child(vec![MockReply::text("")], 0), Vec::new()))
+        .unwrap();
+    let first = parent.chat("a", ChatOptions::new()).wait().unwrap();
+    let answer = first.tool_calls[0].result.clone().unwrap()["answer"].clone();
+    assert_eq!(answer, "(the sub-agent finished without an answer)");
+    let second = parent.chat("b", ChatOptions::new()).wait().unwrap();
+    // After its script the mock echoes: the child saw only the new task.
+    assert_eq!(
+        second.tool_calls[0].result.clone().unwrap()["answer"],
+        "echo: two"
+    );
+}
+
+#[test]
+fn the_parents_stop_reaches_the_child() {
+    let parent = Agent::with_backend(
+        MockBackend::with_script([delegate("a long job")]),
+        Config::default(),
+    )
+    .unwrap();
+    // The child calls `started` (a parent tool it was given), then writes
+    // 2,000 words at 50 ms each: 100 s unless the stop reaches it.
+    let (started, seen) = std::sync::mpsc::channel();
+    let started = std::sync::Mutex::new(started);
+    parent.register_tool(
+        Tool::new("started", "Signals", json!({"type": "object"}), move |_| {
+            let _ = started.lock().unwrap().send(());
+            Ok(json!("ok"))
+        })
+        .unwrap(),
+    );
+    let long = vec!["word"; 2000].join(" ");
+    let replies = vec![
+        MockReply::tool_call("started", json!({})),
+        MockReply::text(long.as_str()),
+    ];
+    parent
+        .add_subagent(spec(child(replies, 50), vec!["started".into()]))
+        .unwrap();
+    let handle = parent.chat("go", ChatOptions::new());
+    seen.recv_timeout(Duration::from_secs(60)).unwrap();
+    let stopped = Instant::now();
+    handle.cancel();
+    let response = handle.wait().unwrap();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    // Dropping the parent waits for the tool still running, the child.
+    drop(parent);
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        stopped.elapsed()
+    );
+}
+
+#[test]
+fn bad_specs_are_typed_errors() {
+    let parent = Agent::with_backend(MockBackend::new(), Config::default()).unwrap();
+    let err = parent
+        .add_subagent(spec(child(Vec::new(), 0), vec!["missing".into()]))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ToolNotFound);
+    let err = parent
+        .add_subagent(spec(Config::default(), Vec::new()))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    assert!(
+        err.to_string().contains("give the sub-agent a provider"),
+        "{err}"
+    );
+    let err = parent
+        .add_subagent(spec(child(Vec::new(), 0).temperature(-1.0), Vec::new()))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidConfig);
+}
