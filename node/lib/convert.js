@@ -51,7 +51,7 @@ function configToJson(config) {
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue
     if (toJson(value) === undefined) throw [key, `expected a JSON value, got ${typeof value}`]
-    out[snake(key)] = key === 'provider' ? snakeKeys(value) : key === 'contextStrategy' ? strategyJson(value) : value
+    out[snake(key)] = key === 'provider' || key === 'builtinTools' ? snakeKeys(value) : key === 'contextStrategy' ? strategyJson(value) : value
   }
   return toJson(out)
 }
@@ -83,11 +83,11 @@ function snakeKeys(value) {
  * `provider.pieceDelayMs`).
  */
 function camelMessage(message) {
-  return message.replace(KEY_IN_MESSAGE, (_, key) => `\`${camel(key)}\``)
+  return message.replace(KEY_IN_MESSAGE, (whole, key) => (key.includes('_') ? `\`${camel(key)}\`` : whole))
 }
 
-/** A backquoted key or key path with an underscore in it. */
-const KEY_IN_MESSAGE = /`((?:[a-z][a-z0-9]*(?:\[\d+\])*\.)*[a-z]+(?:_[a-z0-9]+)+(?:\[\d+\])*)`/g
+/** A backquoted key or key path (`builtin_tools.workspace`); those with an underscore are renamed. */
+const KEY_IN_MESSAGE = /`((?:[a-z][a-z0-9_]*(?:\[\d+\])*\.)*[a-z][a-z0-9_]*(?:\[\d+\])*)`/g
 
 function toolCall(call) {
   return { id: call.id, name: call.name, arguments: call.arguments }

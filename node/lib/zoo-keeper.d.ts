@@ -99,6 +99,8 @@ export interface AgentConfig {
   sessionStore?: string | null
   /** The session to continue or start; absent with a `sessionStore` starts a new one. */
   session?: string | null
+  /** Built-in tools registered at start, confined to `workspace` (confirm calls in a beforeToolCall hook). */
+  builtinTools?: { tools: ('read_file' | 'write_file' | 'edit_file' | 'list_files' | 'search' | 'bash')[]; workspace: string; bashDeny?: string[] } | null
   /** Folders of skills (`<folder>/<skill>/SKILL.md`); later folders override. */
   skills?: string[]
   /** Keep the session's KV cache beside the store when the agent closes, for an instant resume (true). */

@@ -73,11 +73,12 @@ function checkError(want, error, at) {
   assert.equal(error.codeName, want.code, `${at}: codeName`)
   if ('message' in want) {
     // Node names config keys in camelCase, as it takes them.
-    // Also inside a key path: `provider.piece_delay_ms` is `provider.pieceDelayMs`.
+    // Also every part of a key path: `tool_execution.batched` is
+    // `toolExecution.batched`, `provider.piece_delay_ms` `provider.pieceDelayMs`.
     const message = want.code === 'invalid_config'
       ? want.message.replace(
-        /`((?:[a-z][a-z0-9]*(?:\[\d+\])*\.)*[a-z]+(?:_[a-z0-9]+)+(?:\[\d+\])*)`/g,
-        (_, key) => `\`${camel(key)}\``,
+        /`((?:[a-z][a-z0-9_]*(?:\[\d+\])*\.)*[a-z][a-z0-9_]*(?:\[\d+\])*)`/g,
+        (whole, key) => (key.includes('_') ? `\`${camel(key)}\`` : whole),
       )
       : want.message
     assert.equal(error.message, message, `${at}.message`)

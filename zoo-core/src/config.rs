@@ -8,6 +8,7 @@ use crate::context::ContextStrategy;
 use crate::error::{Error, Result};
 use crate::provider::{self, Provider};
 use crate::template::TemplateFamily;
+use crate::tools::builtin::{BuiltinToolsConfig, BUILTIN_TOOL_NAMES};
 
 /// How many queued `steer()` or `follow_up()` messages a chat takes at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -300,6 +301,9 @@ pub struct Config {
     /// skill replaces an earlier one of the same name. With any, the system
     /// prompt lists them and the `load_skill` tool loads one.
     pub skills: Vec<String>,
+    /// Built-in tools to register at start (`{"tools": [...], "workspace":
+    /// "...", "bash_deny": [...]}`), confined to the workspace.
+    pub builtin_tools: Option<BuiltinToolsConfig>,
 }
 
 impl Default for Config {
@@ -338,6 +342,7 @@ impl Default for Config {
             session: None,
             session_snapshot: true,
             skills: Vec::new(),
+            builtin_tools: None,
         }
     }
 }
@@ -410,6 +415,8 @@ impl Config {
         session_snapshot: bool,
         /// Sets `skills`.
         skills: Vec<String>,
+        /// Sets `builtin_tools`.
+        builtin_tools: Option<BuiltinToolsConfig>,
     }
 
     /// Sets `seed`.
@@ -684,8 +691,70 @@ const CONFIG_KEYS: Settings = Settings {
         ),
         ("session_snapshot", Rule::Bool),
         ("skills", Rule::Texts),
+        (
+            "builtin_tools",
+            Rule::Custom {
+                expected: BUILTIN_TOOLS_EXPECTED,
+                check: check_builtin_tools,
+            },
+        ),
     ],
 };
+
+/// What `builtin_tools` accepts.
+const BUILTIN_TOOLS_EXPECTED: &str =
+    r#"null or {"tools": [names], "workspace": "folder", "bash_deny": [texts]}"#;
+
+/// The keys of `builtin_tools`.
+const BUILTIN_TOOLS_KEYS: Settings = Settings {
+    name: "builtin_tools",
+    example: r#"{"tools": ["read_file"], "workspace": "."}"#,
+    keys: &[
+        ("tools", Rule::Texts),
+        (
+            "workspace",
+            Rule::Text {
+                null: false,
+                non_empty: true,
+            },
+        ),
+        ("bash_deny", Rule::Texts),
+    ],
+};
+
+/// Checks `builtin_tools`: its keys, both `tools` and `workspace` given,
+/// and every tool one that exists.
+fn check_builtin_tools(key: &str, value: &Json) -> Result<()> {
+    let object = match value {
+        Json::Null => return Ok(()),
+        Json::Object(object) => object,
+        other => {
+            return Err(Error::config(
+                key,
+                format!("expected {BUILTIN_TOOLS_EXPECTED}, got {}", describe(other)),
+            ))
+        }
+    };
+    BUILTIN_TOOLS_KEYS.check_nested(key, object)?;
+    for required in ["tools", "workspace"] {
+        if !object.contains_key(required) {
+            return Err(Error::config(format!("{key}.{required}"), "is required"));
+        }
+    }
+    for name in object["tools"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap_or_default();
+        if !BUILTIN_TOOL_NAMES.contains(&name) {
+            return Err(Error::config(
+                format!("{key}.tools"),
+                format!(
+                    "unknown built-in tool '{name}'; the built-in tools are {}",
+                    BUILTIN_TOOL_NAMES.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
 
 const U32_MAX: i64 = u32::MAX as i64;
 

@@ -102,6 +102,15 @@ impl Shared {
             let tool = skills::load_skill_tool(skills, Arc::downgrade(&shared.tools))?;
             shared.tools.register(tool);
         }
+        if let Some(builtin) = &shared.config.builtin_tools {
+            for tool in builtin.build().map_err(|e| match e {
+                // The workspace is a config value: name the key.
+                Error::InvalidArgument(reason) => Error::config("builtin_tools.workspace", reason),
+                other => other,
+            })? {
+                shared.tools.register(tool);
+            }
+        }
         Ok(shared)
     }
 

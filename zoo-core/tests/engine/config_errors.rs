@@ -85,7 +85,7 @@ fn every_config_error_names_the_key_and_the_rule() {
     }
     let err = Config::from_json(r#"{"temprature": 0.5}"#).unwrap_err();
     assert!(err.to_string().starts_with(UNKNOWN_KEY), "{err}");
-    assert!(err.to_string().ends_with("`skills`"), "{err}");
+    assert!(err.to_string().ends_with("`builtin_tools`"), "{err}");
 }
 
 #[test]

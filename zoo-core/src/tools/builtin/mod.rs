@@ -8,7 +8,10 @@
 #[cfg(unix)]
 pub mod bash;
 pub mod edit_file;
+pub mod list_files;
 pub mod read_file;
+pub mod search;
+pub mod walk;
 pub mod workspace;
 pub mod write_file;
 
@@ -24,7 +27,14 @@ use crate::tools::registry::Tool;
 pub use workspace::{PathRefused, Workspace};
 
 /// The names of the built-in tools that exist so far.
-pub const BUILTIN_TOOL_NAMES: &[&str] = &["read_file", "write_file", "edit_file", "bash"];
+pub const BUILTIN_TOOL_NAMES: &[&str] = &[
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_files",
+    "search",
+    "bash",
+];
 
 /// Asked before a tool that changes something runs: the tool's name and its
 /// arguments; `false` refuses the call (a tool error the model reads).
@@ -53,6 +63,36 @@ impl fmt::Debug for BuiltinOptions {
     }
 }
 
+/// The config's `builtin_tools`: which tools, on which workspace.
+/// Confirmation is the host's: a `before_tool_call` hook can allow or deny
+/// each call in every language.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinToolsConfig {
+    /// The tools to register, by name (see [`BUILTIN_TOOL_NAMES`]).
+    pub tools: Vec<String>,
+    /// The folder every path is confined to.
+    pub workspace: String,
+    /// Text no `bash` command may contain.
+    #[serde(default)]
+    pub bash_deny: Vec<String>,
+}
+
+impl BuiltinToolsConfig {
+    /// The tools it names, built.
+    pub fn build(&self) -> Result<Vec<Tool>> {
+        let names: Vec<&str> = self.tools.iter().map(String::as_str).collect();
+        builtin_tools(
+            &names,
+            &BuiltinOptions {
+                workspace: PathBuf::from(&self.workspace),
+                confirm: None,
+                bash_deny: self.bash_deny.clone(),
+            },
+        )
+    }
+}
+
 /// Builds the named built-in tools.
 ///
 /// # Errors
@@ -66,6 +106,8 @@ pub fn builtin_tools(names: &[&str], options: &BuiltinOptions) -> Result<Vec<Too
             "read_file" => read_file::tool(ws.clone()),
             "write_file" => write_file::tool(ws.clone(), options.confirm.clone()),
             "edit_file" => edit_file::tool(ws.clone(), options.confirm.clone()),
+            "list_files" => list_files::tool(ws.clone()),
+            "search" => search::tool(ws.clone()),
             #[cfg(unix)]
             "bash" => bash::tool(
                 ws.clone(),
