@@ -33,17 +33,25 @@ pub enum Command {
         #[command(flatten)]
         agent: AgentArgs,
     },
-    /// List the GGUF models found (./models and the given folders).
+    /// List the GGUF models found (./models, the config's `model_path` and
+    /// `[cli] models_dir`, and the given folders) with their metadata.
     Models {
         /// More folders to look in.
         #[arg(long)]
         dir: Vec<PathBuf>,
-    },
-    /// List the sessions of a session store.
-    Sessions {
-        /// The SQLite file.
+        /// A TOML config file (default: the user's, when it exists).
         #[arg(long)]
-        store: PathBuf,
+        config: Option<PathBuf>,
+    },
+    /// List the sessions of a session store, the latest first.
+    Sessions {
+        /// The SQLite file (default: the config's `session_store`, else the
+        /// one `zoo chat` keeps in the user's data folder).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// A TOML config file (default: the user's, when it exists).
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
 }
 
@@ -57,10 +65,11 @@ pub enum Backend {
 }
 
 /// The agent's settings; each flag overrides the config file's key.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct AgentArgs {
-    /// A TOML file of config keys (default: $XDG_CONFIG_HOME/zoo/config.toml
-    /// or ~/.config/zoo/config.toml, when it exists).
+    /// A TOML file of config keys (default: zoo/config.toml in the
+    /// platform's config folder, e.g. ~/.config/zoo/config.toml, when it
+    /// exists).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Local or remote.
@@ -84,10 +93,32 @@ pub struct AgentArgs {
     /// Tokens per reply at most.
     #[arg(long)]
     pub max_tokens: Option<u32>,
-    /// The session store (an SQLite file) to keep the conversation in.
+    /// The session store (an SQLite file) to keep conversations in.
     #[arg(long)]
     pub store: Option<String>,
-    /// The session to continue (needs --store).
-    #[arg(long)]
+    /// The session to continue (or to start, under this id).
+    #[arg(long, conflicts_with = "resume")]
     pub session: Option<String>,
+    /// Continue the latest session of the store.
+    #[arg(long)]
+    pub resume: bool,
+    /// Built-in tools to give the model: names separated by commas
+    /// (read_file, write_file, edit_file, list_files, search, bash) or `all`.
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// The folder the built-in tools are confined to (default: the current
+    /// folder).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Run tools that need confirmation without asking when there is no
+    /// terminal to ask on (otherwise they are refused).
+    #[arg(long)]
+    pub allow_tools: bool,
+    /// MCP servers from a JSON file in the `mcpServers` shape of Claude
+    /// Desktop and other MCP hosts.
+    #[arg(long)]
+    pub mcp_config: Option<PathBuf>,
+    /// Show the prompt as rendered and the raw model output (on stderr).
+    #[arg(long, short)]
+    pub verbose: bool,
 }

@@ -1,27 +1,92 @@
 //! `zoo chat`: a REPL. Replies stream as they are generated; tool calls
-//! and their results show on their own lines; Ctrl-D or /quit leaves.
+//! and their results show on their own lines; Ctrl-C stops a reply in
+//! flight; Ctrl-D or /quit leaves. The conversation is kept in a session
+//! (the user's store unless the config names one), so `--resume` picks it
+//! up next time.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
-use zoo_core::{Agent, ChatOptions, EventKind};
+use zoo_core::Config;
 
 use crate::args::AgentArgs;
-use crate::config_file;
+use crate::commands::{self, Flow};
+use crate::config_file::{self, Keep, Settings};
+use crate::confirm::Answer;
+use crate::display::Display;
+use crate::launch::{self, Launched};
+use crate::{interrupt, reply, verbose};
 
-const HELP: &str = "/help  this list\n/clear  forget the conversation\n/system TEXT  set the system prompt\n/tools  the tools the model has\n/quit  leave (or Ctrl-D)";
+/// What the REPL runs: its settings, the agent and the screen.
+pub struct Repl {
+    /// The command's settings (the config the agent started with).
+    pub settings: Settings,
+    /// The agent and its questions; `None` only while it is replaced, or
+    /// after a replacement and the old agent both failed to start.
+    launched: Option<Launched>,
+    /// The screen's style.
+    pub display: Display,
+}
+
+impl Repl {
+    /// The agent and its questions.
+    pub fn launched(&self) -> Result<&Launched, String> {
+        self.launched
+            .as_ref()
+            .ok_or_else(|| "no agent is running (it failed to start again); /quit".to_owned())
+    }
+
+    /// Closes the agent and starts one on `config` instead (a new model, a
+    /// session switched to); if that fails, the old config starts again.
+    pub fn relaunch(&mut self, config: Config) -> Result<(), String> {
+        // One agent per session: the old one is closed before the new starts.
+        let Some(Launched { agent, .. }) = self.launched.take() else {
+            return Err("no agent is running".into());
+        };
+        let old = agent.config().clone();
+        let history = agent.history();
+        let had_session = agent.session_id().is_some();
+        drop(agent);
+        match launch::launch(&self.settings, config, self.display) {
+            Ok(launched) => {
+                if !had_session {
+                    launched
+                        .agent
+                        .set_history(history)
+                        .map_err(|e| e.to_string())?;
+                }
+                self.launched = Some(launched);
+                Ok(())
+            }
+            Err(e) => {
+                self.launched = Some(launch::launch(&self.settings, old, self.display)?);
+                Err(e)
+            }
+        }
+    }
+}
 
 /// Runs the REPL until Ctrl-D or /quit.
 pub fn chat(args: &AgentArgs) -> Result<(), String> {
-    let agent = Agent::create(config_file::load(args)?).map_err(|e| e.to_string())?;
+    let settings = config_file::load(args, Keep::ByDefault)?;
+    verbose::install(settings.verbose);
+    let display = Display::for_stdout();
+    let launched = launch::launch(&settings, settings.config.clone(), display)?;
+    let mut repl = Repl {
+        settings,
+        launched: Some(launched),
+        display,
+    };
     let mut editor = DefaultEditor::new().map_err(|e| e.to_string())?;
+    // After the editor: it sets its own SIGINT handler when created, which
+    // this one replaces (at its prompt Ctrl-C is a key, not a signal).
+    interrupt::install()?;
     let history = history_file();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
-    let color = std::io::stdout().is_terminal();
+    commands::banner(&repl);
     loop {
         let line = match editor.readline("> ") {
             Ok(line) => line,
@@ -33,84 +98,59 @@ pub fn chat(args: &AgentArgs) -> Result<(), String> {
         if line.is_empty() {
             continue;
         }
-        let _ = editor.add_history_entry(line);
+        remember(&mut editor, history.as_ref(), line);
         if line.starts_with('/') {
-            if !command(&agent, line)? {
-                break;
+            match commands::run(&mut repl, line) {
+                Ok(Flow::Quit) => break,
+                Ok(Flow::Continue) => {}
+                Err(e) => display.error(&e),
             }
             continue;
         }
-        reply(&agent, line, color);
+        match repl.launched() {
+            Ok(launched) => answer(launched, display, &mut editor, line),
+            Err(e) => display.error(&e),
+        }
     }
-    if let Some(path) = &history {
+    Ok(())
+}
+
+/// Streams the reply to `line`; questions of the confirmation hook are
+/// asked on the line editor (Ctrl-C there stops the reply).
+fn answer(launched: &Launched, display: Display, editor: &mut DefaultEditor, line: &str) {
+    let Launched { agent, questions } = launched;
+    let handle = agent.chat(line, reply::options(display));
+    let mut ask = |question: &str| match editor.readline(question) {
+        Ok(answer) => Some(Answer::parse(&answer)),
+        Err(ReadlineError::Interrupted) => None,
+        Err(_) => Some(Answer::No),
+    };
+    match reply::wait(handle, questions.as_ref(), &mut ask) {
+        Ok(response) if response.stop_reason == zoo_core::StopReason::Cancelled => {
+            println!();
+            display.note("[stopped]");
+        }
+        Ok(_) => println!(),
+        Err(e) => {
+            println!();
+            display.error(&e.to_string());
+        }
+    }
+}
+
+/// Adds `line` to the history and writes the file at once, so that a
+/// killed terminal loses nothing.
+fn remember(editor: &mut DefaultEditor, file: Option<&PathBuf>, line: &str) {
+    let _ = editor.add_history_entry(line);
+    if let Some(path) = file {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         let _ = editor.save_history(path);
     }
-    Ok(())
-}
-
-/// Runs a slash command; false to leave.
-fn command(agent: &Agent, line: &str) -> Result<bool, String> {
-    let (name, rest) = line.split_once(' ').unwrap_or((line, ""));
-    match name {
-        "/quit" | "/exit" => return Ok(false),
-        "/help" => println!("{HELP}"),
-        "/clear" => agent.clear_history().map_err(|e| e.to_string())?,
-        "/system" => agent
-            .set_system_prompt((!rest.trim().is_empty()).then(|| rest.trim().to_owned()))
-            .map_err(|e| e.to_string())?,
-        "/tools" => {
-            for tool in agent.tools() {
-                println!("{}  {}", tool.name, tool.description);
-            }
-        }
-        other => println!("unknown command {other}; /help lists them"),
-    }
-    Ok(true)
-}
-
-/// Streams the reply to `line`, tool calls on their own lines.
-fn reply(agent: &Agent, line: &str, color: bool) {
-    let (dim, reset) = if color {
-        ("\x1b[2m", "\x1b[0m")
-    } else {
-        ("", "")
-    };
-    let options = ChatOptions::new()
-        .on_token(|token| {
-            print!("{token}");
-            let _ = std::io::stdout().flush();
-        })
-        .on_event(move |event| match &event.kind {
-            EventKind::ToolCallStarted {
-                name, arguments, ..
-            } => {
-                println!("\n{dim}[tool] {name} {arguments}{reset}");
-            }
-            EventKind::ToolCallFinished {
-                name,
-                result,
-                error,
-                ..
-            } => match (result, error) {
-                (_, Some(error)) => println!("{dim}[tool] {name} failed: {error}{reset}"),
-                (Some(result), _) => println!("{dim}[tool] {name} -> {result}{reset}"),
-                _ => {}
-            },
-            _ => {}
-        });
-    match agent.chat(line, options).wait() {
-        Ok(_) => println!(),
-        Err(e) => println!("\n[error] {e}"),
-    }
 }
 
 /// Where the line history is kept across runs.
 fn history_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    Some(base.join("zoo").join("history.txt"))
+    dirs::data_dir().map(|dir| dir.join("zoo").join("history.txt"))
 }

@@ -1,6 +1,8 @@
-//! The `zoo` binary as a script and a person use it: `run` on the mock
-//! (argument, stdin, --json, errors), a config file with flags on top,
-//! sessions, the REPL fed line by line, and `run` on the real model.
+//! The `zoo` binary as a script uses it: `run` on the mock (argument,
+//! stdin, --json, errors), a config file with flags on top, sessions and
+//! `--resume`, tools refused without a terminal, MCP servers from a Claude
+//! Desktop file, the REPL fed line by line, `models` and `run` on the real
+//! model. tests/terminal.rs drives the REPL in a real terminal.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,11 +34,13 @@ impl Drop for TempDir {
     }
 }
 
-/// Runs `zoo` with `args`, `stdin` piped in, and a home of its own (so no
-/// user config or history is read or written).
+/// Runs `zoo` with `args`, `stdin` piped in, and a home of its own, which
+/// is also its current folder (so no user config or history is read or
+/// written).
 fn zoo(home: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zoo"))
         .args(args)
+        .current_dir(home)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_DATA_HOME")
@@ -180,7 +184,7 @@ fn chat_streams_replies_and_takes_slash_commands() {
     let screen = text(&out.stdout);
     assert!(screen.contains("Hi! How can I help?"), "{screen}");
     assert!(
-        screen.contains("/clear  forget the conversation"),
+        screen.contains("/clear           forget the conversation"),
         "{screen}"
     );
     assert!(screen.contains("echo: again"), "{screen}");
@@ -189,7 +193,7 @@ fn chat_streams_replies_and_takes_slash_commands() {
 }
 
 #[test]
-fn run_on_the_real_model() {
+fn run_on_the_real_model_answers() {
     let model =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(
@@ -211,4 +215,372 @@ fn run_on_the_real_model() {
     let out = zoo(&dir.0, &args, "");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).trim().is_empty());
+}
+
+/// A mock whose first reply calls `write_file`, then says it is done.
+const WRITES_A_NOTE: &str = r#"[provider]
+type = "mock"
+replies = ["<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": \"note.txt\", \"content\": \"hi\"}}</tool_call>", "Done."]
+"#;
+
+#[test]
+fn tools_that_need_confirmation_are_refused_without_a_terminal_unless_allowed() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", WRITES_A_NOTE);
+    let workspace = dir.0.join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let base = [
+        "run",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+        "--tools",
+        "write_file",
+        "--workspace",
+        workspace.to_str().unwrap(),
+    ];
+    let out = zoo(&dir.0, &[&base[..], &["write a note"]].concat(), "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = response["tool_calls"][0]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains("no terminal to ask on") && error.contains("--allow-tools"),
+        "{response}"
+    );
+    assert!(!workspace.join("note.txt").exists());
+    assert_eq!(response["text"], "Done.");
+
+    let out = zoo(
+        &dir.0,
+        &[&base[..], &["--allow-tools", "write a note"]].concat(),
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(response["tool_calls"][0]["error"].is_null(), "{response}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("note.txt")).unwrap(),
+        "hi"
+    );
+    // `[cli] confirm = []` asks about nothing: the tool runs.
+    std::fs::remove_file(workspace.join("note.txt")).unwrap();
+    let trusting = dir.file(
+        "trusting.toml",
+        &format!("{WRITES_A_NOTE}\n[cli]\nconfirm = []\n"),
+    );
+    let mut args = base.to_vec();
+    args[3] = trusting.to_str().unwrap();
+    args.push("write a note");
+    let out = zoo(&dir.0, &args, "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(workspace.join("note.txt").exists());
+    // A misspelt `[cli]` key is named.
+    let bad = dir.file("bad.toml", "[cli]\nconfrim = []\n");
+    let out = zoo(
+        &dir.0,
+        &["run", "--config", bad.to_str().unwrap(), "hi"],
+        "",
+    );
+    assert!(
+        text(&out.stderr).contains("[cli]: unknown field `confrim`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+fn fake_mcp_server() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/fake_server.py")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A mock whose first reply calls the fake MCP server's `echo`.
+const CALLS_ECHO: &str = r#"[provider]
+type = "mock"
+replies = ["<tool_call>{\"name\": \"fake__echo\", \"arguments\": {\"text\": \"hi\"}}</tool_call>", "It echoed."]
+"#;
+
+#[test]
+fn mcp_servers_come_from_a_claude_desktop_file_as_it_is() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", CALLS_ECHO);
+    // As Claude Desktop writes it: other keys, a host's own keys, a
+    // disabled server.
+    let hosts = dir.file(
+        "claude_desktop_config.json",
+        &serde_json::json!({
+            "globalShortcut": "Ctrl+Space",
+            "mcpServers": {
+                "fake": {"command": "python3", "args": [fake_mcp_server()], "autoApprove": ["echo"]},
+                "broken": {"command": "/nonexistent/server", "disabled": true}
+            }
+        })
+        .to_string(),
+    );
+    let args = [
+        "run",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+        "--mcp-config",
+        hosts.to_str().unwrap(),
+        "echo hi",
+    ];
+    let out = zoo(&dir.0, &args, "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        response["tool_calls"][0]["result"], "echo: hi",
+        "{response}"
+    );
+    assert!(
+        text(&out.stderr).contains("mcp: fake: "),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The same shape inline in the TOML file.
+    let inline = dir.file(
+        "inline.toml",
+        &format!(
+            "{CALLS_ECHO}\n[mcpServers.fake]\ncommand = \"python3\"\nargs = [\"{}\"]\n",
+            fake_mcp_server()
+        ),
+    );
+    let out = zoo(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--config",
+            inline.to_str().unwrap(),
+            "echo hi",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        response["tool_calls"][0]["result"], "echo: hi",
+        "{response}"
+    );
+
+    // An entry that cannot work is refused before anything starts.
+    let bad = dir.file(
+        "bad.json",
+        r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+    );
+    let out = zoo(
+        &dir.0,
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--mcp-config",
+            bad.to_str().unwrap(),
+            "hi",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("old SSE transport"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn resume_continues_the_latest_session() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", "[provider]\ntype = \"mock\"\n");
+    let store = dir.0.join("chats.db");
+    let store = store.to_str().unwrap();
+    let config = config.to_str().unwrap();
+    for (session, question) in [("s1", "first"), ("s2", "second")] {
+        let args = [
+            "run",
+            "--config",
+            config,
+            "--store",
+            store,
+            "--session",
+            session,
+            question,
+        ];
+        let out = zoo(&dir.0, &args, "");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let args = [
+        "run", "--config", config, "--store", store, "--resume", "third",
+    ];
+    let out = zoo(&dir.0, &args, "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = zoo(&dir.0, &["sessions", "--store", store], "");
+    let listed = text(&out.stdout);
+    let first = listed.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("s2  ") && first.contains("4 messages"),
+        "{listed}"
+    );
+    // --resume needs a store to resume from.
+    let out = zoo(&dir.0, &["run", "--config", config, "--resume", "hi"], "");
+    assert!(
+        text(&out.stderr).contains("--resume needs a session store"),
+        "{}",
+        text(&out.stderr)
+    );
+    // `zoo sessions` takes the store from the config file too.
+    let with_store = dir.file("store.toml", &format!("session_store = \"{store}\"\n"));
+    let out = zoo(
+        &dir.0,
+        &["sessions", "--config", with_store.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(text(&out.stdout), listed);
+}
+
+#[test]
+fn chat_commands_for_sessions_skills_and_saving() {
+    let dir = TempDir::new();
+    let skills = dir.0.join("skills/haiku");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("SKILL.md"),
+        "---\nname: haiku\ndescription: Answer in a haiku.\n---\nWrite three lines.\n",
+    )
+    .unwrap();
+    let config = dir.file(
+        "zoo.toml",
+        &format!(
+            "skills = [\"{}\"]\n[provider]\ntype = \"mock\"\n",
+            dir.0.join("skills").display()
+        ),
+    );
+    let saved = dir.0.join("saved.json");
+    let input = format!(
+        "hello\n/session\n/sessions\n/skills\n/skill haiku\n/skill off\n/skill nope\n/save {}\n/model /nonexistent.gguf\nstill there?\n/debug\n/quit\n",
+        saved.display()
+    );
+    let store = dir.0.join("chats.db");
+    let args = [
+        "chat",
+        "--config",
+        config.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--session",
+        "kitchen",
+    ];
+    let out = zoo(&dir.0, &args, &input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let screen = text(&out.stdout);
+    for expected in [
+        "session kitchen in",
+        "echo: hello",
+        "\nkitchen\n",
+        "kitchen  ",
+        "haiku  Answer in a haiku.",
+        "Skill haiku is active.",
+        "No skill is active.",
+        "nope",
+        "Saved to",
+        "does not exist",
+        "echo: still there?",
+        "Debug output is on.",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} not in:\n{screen}");
+    }
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(saved["id"], "kitchen", "{saved}");
+}
+
+#[test]
+fn chat_keeps_conversations_in_the_users_store_by_default() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", "[provider]\ntype = \"mock\"\n");
+    let config = config.to_str().unwrap();
+    let out = zoo(&dir.0, &["chat", "--config", config], "remember me\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(dir.0.join(".local/share/zoo/sessions.db").exists());
+    let out = zoo(&dir.0, &["sessions"], "");
+    assert!(
+        text(&out.stdout).contains("2 messages  remember me"),
+        "{}",
+        text(&out.stdout)
+    );
+    // --resume picks it up.
+    let out = zoo(
+        &dir.0,
+        &["chat", "--config", config, "--resume"],
+        "/session\n",
+    );
+    let screen = text(&out.stdout);
+    let first_id = text(&zoo(&dir.0, &["sessions"], "").stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(screen.contains(&format!("\n{first_id}\n")), "{screen}");
+    // And the line history is kept across runs.
+    let history = std::fs::read_to_string(dir.0.join(".local/share/zoo/history.txt")).unwrap();
+    assert!(
+        history.contains("remember me") && history.contains("/session"),
+        "{history}"
+    );
+}
+
+#[test]
+fn models_lists_real_model_files_with_their_metadata_without_loading_them() {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let smol = models.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        smol.exists(),
+        "{} is missing: run scripts/fetch-models",
+        smol.display()
+    );
+    let dir = TempDir::new();
+    let config = dir.file(
+        "zoo.toml",
+        &format!("model_path = \"{}\"\n", smol.display()),
+    );
+    let not_gguf = dir.0.join("models");
+    std::fs::create_dir_all(&not_gguf).unwrap();
+    std::fs::write(not_gguf.join("fake.gguf"), "not a model").unwrap();
+    let out = zoo(
+        &dir.0,
+        &[
+            "models",
+            "--config",
+            config.to_str().unwrap(),
+            "--dir",
+            models.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    assert!(
+        listed.contains("SmolLM2-135M-Instruct.Q4_1.gguf  (default)"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("llama 135M, Q4_1") && listed.contains("trained context 8192"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("fake.gguf\n  does not load") && listed.contains("not a GGUF file"),
+        "{listed}"
+    );
+    // Listed once, though found both as the default and in --dir.
+    assert_eq!(
+        listed.matches("SmolLM2-135M-Instruct.Q4_1.gguf").count(),
+        1,
+        "{listed}"
+    );
 }

@@ -26,7 +26,7 @@ pub mod tools;
 
 pub use agent::{Agent, AgentState, ChatHandle, ChatOptions, SubAgent};
 #[cfg(feature = "llama")]
-pub use backend::llama::{LlamaBackend, Model, ModelParams};
+pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};
 pub use backend::mock::{MockBackend, MockReply};
 pub use backend::remote::{MaxTokensField, OpenAiProvider, RemoteBackend};
 pub use backend::Backend;

@@ -8,6 +8,7 @@
 //!   with `sse` for event-stream replies), described by [`McpTransport`].
 //! - [`McpClient`] (`session`): the handshake, `tools/list`, `tools/call`
 //!   and the server's notifications; `content` renders tool results.
+//! - `hosts_file`: the `mcpServers` file of Claude Desktop and other hosts.
 //! - `federation`: [`Agent::add_mcp_server`](crate::Agent::add_mcp_server)
 //!   registers every tool of a server as `{server}__{tool}`.
 //!
@@ -42,6 +43,7 @@
 
 mod content;
 pub(crate) mod federation;
+mod hosts_file;
 mod http;
 mod jsonrpc;
 mod lines;
@@ -54,6 +56,7 @@ mod transport_config;
 
 pub use content::McpToolOutput;
 pub use federation::{McpServerInfo, McpServerState, MAX_SERVER_NAME, SEPARATOR};
+pub use hosts_file::servers_from_hosts_file;
 pub use session::{McpClient, McpHandshake, McpTool, McpToolList, PROTOCOL_VERSIONS};
 pub use transport_config::{
     HttpTransport, McpTransport, StdioTransport, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT,

@@ -24,7 +24,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
 
-pub use model::{Model, ModelParams};
+pub use model::{Model, ModelParams, ModelSummary};
 
 use self::model::ModelInner;
 use self::repetition::RepetitionGuard;

@@ -9,7 +9,7 @@ use llama_cpp_2::llama_backend::LlamaBackend as LlamaRuntime;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::logs;
@@ -217,6 +217,115 @@ impl Model {
     pub fn share_count(&self) -> usize {
         Arc::strong_count(&self.inner)
     }
+}
+
+/// What a GGUF file says about itself, read without loading its weights
+/// (for listing models: a few milliseconds instead of a full load).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelSummary {
+    /// The file.
+    pub path: String,
+    /// Its size on disk.
+    pub bytes: u64,
+    /// `general.name`.
+    pub name: Option<String>,
+    /// `general.architecture`.
+    pub architecture: Option<String>,
+    /// `general.size_label`, e.g. `135M`.
+    pub size_label: Option<String>,
+    /// The weights' quantization (`general.file_type`), e.g. `Q4_1`.
+    pub quantization: Option<String>,
+    /// The context length the model was trained with
+    /// (`{architecture}.context_length`).
+    pub trained_context: Option<u32>,
+    /// Whether the file carries its own chat template.
+    pub has_chat_template: bool,
+}
+
+impl Model {
+    /// Reads a GGUF file's metadata and vocabulary only: bad files fail as
+    /// [`Model::load`] does, but no weights are read.
+    pub fn inspect(path: impl AsRef<Path>) -> Result<ModelSummary> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let fail = |reason: String| Error::ModelLoadFailed {
+            path: shown.clone(),
+            reason,
+        };
+        check_gguf_file(path).map_err(&fail)?;
+        let runtime = runtime()?;
+        let params = LlamaModelParams::default().with_vocab_only(true);
+        logs::take_recent_errors();
+        let llama = LlamaModel::load_from_file(runtime, path, &params).map_err(|e| {
+            let detail = logs::take_recent_errors().join("; ");
+            fail(if detail.is_empty() {
+                format!("llama.cpp could not read it ({e})")
+            } else {
+                format!("llama.cpp could not read it: {detail}")
+            })
+        })?;
+        let meta = |key: &str| llama.meta_val_str(key).ok().filter(|v| !v.is_empty());
+        let architecture = meta("general.architecture");
+        // A vocabulary-only load reads no hyperparameters: the key says it.
+        let trained_context = architecture
+            .as_ref()
+            .and_then(|arch| meta(&format!("{arch}.context_length")))
+            .and_then(|n| n.parse().ok());
+        Ok(ModelSummary {
+            path: shown.clone(),
+            bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
+            name: meta("general.name"),
+            architecture,
+            size_label: meta("general.size_label"),
+            quantization: meta("general.file_type").map(|t| quantization_name(&t)),
+            trained_context,
+            has_chat_template: meta("tokenizer.chat_template").is_some(),
+        })
+    }
+}
+
+/// llama.cpp's name for a `general.file_type` value (its `llama_ftype`
+/// enum, which it does not export by name).
+fn quantization_name(file_type: &str) -> String {
+    const NAMES: [(&str, &str); 33] = [
+        ("0", "F32"),
+        ("1", "F16"),
+        ("2", "Q4_0"),
+        ("3", "Q4_1"),
+        ("7", "Q8_0"),
+        ("8", "Q5_0"),
+        ("9", "Q5_1"),
+        ("10", "Q2_K"),
+        ("11", "Q3_K_S"),
+        ("12", "Q3_K_M"),
+        ("13", "Q3_K_L"),
+        ("14", "Q4_K_S"),
+        ("15", "Q4_K_M"),
+        ("16", "Q5_K_S"),
+        ("17", "Q5_K_M"),
+        ("18", "Q6_K"),
+        ("19", "IQ2_XXS"),
+        ("20", "IQ2_XS"),
+        ("21", "Q2_K_S"),
+        ("22", "IQ3_XS"),
+        ("23", "IQ3_XXS"),
+        ("24", "IQ1_S"),
+        ("25", "IQ4_NL"),
+        ("26", "IQ3_S"),
+        ("27", "IQ3_M"),
+        ("28", "IQ2_S"),
+        ("29", "IQ2_M"),
+        ("30", "IQ4_XS"),
+        ("31", "IQ1_M"),
+        ("32", "BF16"),
+        ("36", "TQ1_0"),
+        ("37", "TQ2_0"),
+        ("38", "MXFP4"),
+    ];
+    NAMES.iter().find(|(n, _)| *n == file_type).map_or_else(
+        || format!("file type {file_type}"),
+        |(_, name)| (*name).to_owned(),
+    )
 }
 
 /// Checks what can be checked before llama.cpp sees the file, so that the
