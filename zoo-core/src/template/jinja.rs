@@ -8,7 +8,6 @@
 
 use std::fmt;
 use std::io;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Kwargs, Value};
@@ -199,133 +198,50 @@ fn raise_exception(message: Value) -> Result<Value, JinjaError> {
 }
 
 /// Hugging Face's `strftime_now`: templates use it to print today's date in
-/// the system prompt. The clock is read in UTC because the standard library
-/// offers no local time zone and adding a dependency for one line of the
-/// prompt is not worth it.
+/// the system prompt, in the user's own time zone.
 fn strftime_now(format: &str) -> String {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    strftime_utc(format, seconds)
+    strftime(format, &chrono::Local::now())
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];
-
-/// Formats a Unix time (UTC) with the strftime directives chat templates
-/// use. `%-d`-style (no padding) is accepted as on glibc; an unknown
-/// directive is copied through unchanged, as Python does.
-pub(crate) fn strftime_utc(format: &str, unix_seconds: i64) -> String {
-    let days = unix_seconds.div_euclid(86_400);
-    let secs_of_day = unix_seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    let (hour, minute, second) = (
-        secs_of_day / 3600,
-        (secs_of_day % 3600) / 60,
-        secs_of_day % 60,
-    );
-    // 1970-01-01 was a Thursday (index 3 counting from Monday).
-    let weekday = (days + 3).rem_euclid(7) as usize;
-    let day_of_year = days - days_from_civil(year, 1, 1) + 1;
-    let hour12 = match hour % 12 {
-        0 => 12,
-        h => h,
-    };
-
+/// Formats `time` with strftime directives (chrono's, which are glibc's,
+/// `%-d` included). An unknown directive is copied through unchanged, as
+/// Python does, rather than failing the template.
+pub(crate) fn strftime<Tz: chrono::TimeZone>(format: &str, time: &chrono::DateTime<Tz>) -> String
+where
+    Tz::Offset: std::fmt::Display,
+{
+    use std::fmt::Write as _;
     let mut out = String::with_capacity(format.len() + 16);
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let unpadded = chars.peek() == Some(&'-');
-        if unpadded {
-            chars.next();
-        }
-        let number = |value: i64, width: usize| {
-            if unpadded {
-                value.to_string()
-            } else {
-                format!("{value:0width$}")
+    let mut rest = format;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let directive = directive_at(&rest[at..]);
+        match chrono::format::StrftimeItems::new(directive).parse() {
+            Ok(items) => {
+                let _ = write!(out, "{}", time.format_with_items(items.iter()));
             }
-        };
-        match chars.next() {
-            Some('d') => out.push_str(&number(day as i64, 2)),
-            Some('e') => out.push_str(&format!("{day:>2}")),
-            Some('m') => out.push_str(&number(month as i64, 2)),
-            Some('Y') => out.push_str(&year.to_string()),
-            Some('y') => out.push_str(&number(year.rem_euclid(100), 2)),
-            Some('B') => out.push_str(MONTHS[month as usize - 1]),
-            Some('b') | Some('h') => out.push_str(&MONTHS[month as usize - 1][..3]),
-            Some('A') => out.push_str(WEEKDAYS[weekday]),
-            Some('a') => out.push_str(&WEEKDAYS[weekday][..3]),
-            Some('H') => out.push_str(&number(hour, 2)),
-            Some('I') => out.push_str(&number(hour12, 2)),
-            Some('M') => out.push_str(&number(minute, 2)),
-            Some('S') => out.push_str(&number(second, 2)),
-            Some('p') => out.push_str(if hour < 12 { "AM" } else { "PM" }),
-            Some('j') => out.push_str(&number(day_of_year, 3)),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                if unpadded {
-                    out.push('-');
-                }
-                out.push(other);
-            }
-            None => out.push('%'),
+            Err(_) => out.push_str(directive),
         }
+        rest = &rest[at + directive.len()..];
     }
+    out.push_str(rest);
     out
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// The inverse of [`civil_from_days`].
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let month = i64::from(month);
-    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// The directive at the start of `text` (which starts with `%`): `%`, a
+/// padding flag if any, and one character.
+fn directive_at(text: &str) -> &str {
+    let mut end = 1;
+    let mut chars = text[1..].chars();
+    match chars.next() {
+        Some(flag @ ('-' | '_' | '0')) => {
+            end += flag.len_utf8();
+            end += chars.next().map_or(0, char::len_utf8);
+        }
+        Some(c) => end += c.len_utf8(),
+        None => {}
+    }
+    &text[..end]
 }
 
 /// Hugging Face's `tojson`: `json.dumps(value, ensure_ascii=False, indent=…,
@@ -543,14 +459,16 @@ mod tests {
     #[test]
     fn strftime_directives() {
         // 2024-07-26 13:25:09 UTC, a Friday.
-        let t = 1_722_000_309;
+        let utc = |t| chrono::DateTime::from_timestamp(t, 0).unwrap();
+        let t = utc(1_722_000_309);
         assert_eq!(
-            strftime_utc("%d %b %Y|%B %-d|%A %a|%H:%M:%S %I%p|%m/%y|%j|%%|%q", t),
-            "26 Jul 2024|July 26|Friday Fri|13:25:09 01PM|07/24|208|%|%q"
+            strftime("%d %b %Y|%B %-d|%A %a|%H:%M:%S %I%p|%m/%y|%j|%%|%Q|%", &t),
+            "26 Jul 2024|July 26|Friday Fri|13:25:09 01PM|07/24|208|%|%Q|%"
         );
-        assert_eq!(strftime_utc("%Y-%m-%d %H:%M", 0), "1970-01-01 00:00");
-        assert_eq!(strftime_utc("%Y-%m-%d", 951_782_400), "2000-02-29");
-        assert_eq!(strftime_utc("%Y-%m-%d", -86_400), "1969-12-31");
+        assert_eq!(strftime("%Y-%m-%d %H:%M", &utc(0)), "1970-01-01 00:00");
+        assert_eq!(strftime("%Y-%m-%d", &utc(951_782_400)), "2000-02-29");
+        assert_eq!(strftime("%Y-%m-%d", &utc(-86_400)), "1969-12-31");
+        assert_eq!(strftime("né le %e %B", &t), "né le 26 July");
         let now = render("{{ strftime_now('%Y') }}", context! {}).unwrap();
         assert_eq!(now.len(), 4);
     }
