@@ -2,21 +2,51 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
-/// A flag that, once set, asks a chat to stop. Cheap to clone; every clone
-/// sees the same flag. The backend checks it between tokens, and llama.cpp
-/// checks it inside a decode.
+/// How often [`CancelToken::wait`] looks at a parent token, whose cancel
+/// does not wake a child's waiters.
+const PARENT_POLL: Duration = Duration::from_millis(10);
+
+/// A callback run once when a token is cancelled.
+type OnCancel = Box<dyn FnOnce() + Send>;
+
+/// A flag that, once set, asks a chat (or one tool call) to stop. Cheap to
+/// clone; every clone sees the same flag. The backend checks it between
+/// tokens, and llama.cpp checks it inside a decode.
 ///
 /// A plain [`cancel`](Self::cancel) ends the chat as `cancelled` and keeps
 /// what it completed; an [`abort`](Self::abort) (a front door whose callback
 /// failed) fails the chat with [`Error::Cancelled`](crate::Error::Cancelled)
 /// and undoes the whole turn, because the host never saw it through.
-#[derive(Debug, Clone, Default)]
+///
+/// A [`child`](Self::child) token (each tool call has one, child of its
+/// chat's) reads as cancelled when it or its parent is.
+#[derive(Clone, Default)]
 pub struct CancelToken {
     flag: Arc<AtomicBool>,
     abort: Arc<Mutex<Option<String>>>,
+    /// Wakes [`wait`](Self::wait) and holds the callbacks of
+    /// [`on_cancel`](Self::on_cancel) not run yet.
+    signal: Arc<Signal>,
+    parent: Option<Arc<CancelToken>>,
+}
+
+#[derive(Default)]
+struct Signal {
+    callbacks: Mutex<Vec<OnCancel>>,
+    woken: Condvar,
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .field("child", &self.parent.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CancelToken {
@@ -25,9 +55,27 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Asks the chat to stop.
+    /// A fresh token that also reads as cancelled once `self` is; cancelling
+    /// the child leaves `self` as it is.
+    pub fn child(&self) -> Self {
+        CancelToken {
+            parent: Some(Arc::new(self.clone())),
+            ..Self::default()
+        }
+    }
+
+    /// Asks the chat to stop, wakes the threads in [`wait`](Self::wait) and
+    /// runs the [`on_cancel`](Self::on_cancel) callbacks (on this thread).
     pub fn cancel(&self) {
         self.flag.store(true, Ordering::Release);
+        let callbacks = {
+            let mut pending = self.signal.callbacks.lock();
+            self.signal.woken.notify_all();
+            std::mem::take(&mut *pending)
+        };
+        for callback in callbacks {
+            callback();
+        }
     }
 
     /// Asks the chat to stop and fail with `reason`, leaving the history as
@@ -37,9 +85,58 @@ impl CancelToken {
         self.cancel();
     }
 
-    /// Whether cancellation was asked for.
+    /// Whether cancellation was asked for, of this token or of its parent.
     pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::Acquire)
+        self.flag.load(Ordering::Acquire) || self.parent.as_ref().is_some_and(|p| p.is_cancelled())
+    }
+
+    /// Blocks until the token is cancelled or `timeout` passes (`None`:
+    /// no limit); returns whether it is cancelled. A parent's cancel is
+    /// seen within 10 ms.
+    pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut pending = self.signal.callbacks.lock();
+        loop {
+            if self.is_cancelled() {
+                return true;
+            }
+            let mut slice = if self.parent.is_some() {
+                PARENT_POLL
+            } else {
+                Duration::from_secs(3600)
+            };
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return false;
+                }
+                slice = slice.min(left);
+            }
+            self.signal.woken.wait_for(&mut pending, slice);
+        }
+    }
+
+    /// Runs `f` once when [`cancel`](Self::cancel) is called on this token,
+    /// on the thread that cancels it; at once, on this thread, if the
+    /// token already reads as cancelled. A parent's cancel does not run a
+    /// child's callbacks by itself: the engine cancels each running call's
+    /// token when it sees its chat stopped.
+    pub fn on_cancel(&self, f: impl FnOnce() + Send + 'static) {
+        {
+            let mut pending = self.signal.callbacks.lock();
+            if !self.is_cancelled() {
+                pending.push(Box::new(f));
+                return;
+            }
+        }
+        f();
+    }
+
+    /// Drops the callbacks not run yet (a finished call's), so that what
+    /// they hold (a front door's handle on the host's runtime) is released.
+    pub(crate) fn forget_callbacks(&self) {
+        let callbacks = std::mem::take(&mut *self.signal.callbacks.lock());
+        drop(callbacks);
     }
 
     /// Why the chat was aborted, if it was.
@@ -55,29 +152,56 @@ impl CancelToken {
     }
 }
 
-thread_local! {
-    /// The cancel token of the chat whose tool call this thread is running.
-    static CURRENT_CALL: std::cell::RefCell<Option<CancelToken>> =
-        const { std::cell::RefCell::new(None) };
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Runs a tool handler with `token` as the current call's token, so built-in
-/// tools (whose handlers take only their arguments) can stop when the chat
-/// is stopped.
-pub(crate) fn with_current_call<R>(token: &CancelToken, run: impl FnOnce() -> R) -> R {
-    let previous = CURRENT_CALL.with(|c| c.replace(Some(token.clone())));
-    let result = run();
-    CURRENT_CALL.with(|c| *c.borrow_mut() = previous);
-    result
-}
+    #[test]
+    fn a_child_sees_its_parent_and_not_the_other_way_round() {
+        let parent = CancelToken::new();
+        let child = parent.child();
+        child.cancel();
+        assert!(child.is_cancelled());
+        assert!(!parent.is_cancelled());
+        let second = parent.child();
+        parent.cancel();
+        assert!(second.is_cancelled());
+        assert!(second.wait(Some(Duration::ZERO)));
+    }
 
-/// The cancel token of the chat whose tool call this thread runs.
-pub(crate) fn current_call() -> Option<CancelToken> {
-    CURRENT_CALL.with(|c| c.borrow().clone())
-}
+    #[test]
+    fn wait_wakes_on_cancel_and_times_out_otherwise() {
+        let token = CancelToken::new();
+        assert!(!token.wait(Some(Duration::from_millis(1))));
+        let other = token.clone();
+        let waiter = std::thread::spawn(move || other.wait(None));
+        token.cancel();
+        assert!(waiter.join().unwrap());
+    }
 
-/// Whether the chat whose tool call this thread runs has been stopped
-/// (false outside a chat's tool call).
-pub(crate) fn current_call_cancelled() -> bool {
-    CURRENT_CALL.with(|c| c.borrow().as_ref().is_some_and(CancelToken::is_cancelled))
+    #[test]
+    fn callbacks_run_once_on_cancel_or_at_once_when_already_cancelled() {
+        let token = CancelToken::new();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = runs.clone();
+        token.on_cancel(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        token.cancel();
+        token.cancel();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let counter = runs.clone();
+        token.on_cancel(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        let forgotten = CancelToken::new();
+        let counter = runs.clone();
+        forgotten.on_cancel(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        forgotten.forget_callbacks();
+        forgotten.cancel();
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
 }

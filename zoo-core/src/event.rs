@@ -4,7 +4,9 @@
 //! `chat_finished` last (on success, limit, rejection and cancel alike; a
 //! chat that fails with an error reports no `chat_finished`, its error is the
 //! end), each `turn_started` followed by its `turn_finished` before the next
-//! turn starts, each `tool_call_started` by its `tool_call_finished`. `seq`
+//! turn starts, each `tool_call_started` by its `tool_call_finished`, with
+//! the call's `tool_call_update` and `tool_call_progress` events (reports
+//! of its handler, in the order made) between the two, never after. `seq`
 //! counts the chat's events from 0 without gaps. Reply text is not an event:
 //! tokens have their own, cheaper callback.
 
@@ -61,6 +63,24 @@ pub enum EventKind {
         name: String,
         /// Its arguments.
         arguments: serde_json::Value,
+    },
+    /// A running tool reported a partial result (`ToolContext::update`).
+    ToolCallUpdate {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The partial result, as the tool gave it.
+        update: serde_json::Value,
+    },
+    /// A running tool reported progress in words (`ToolContext::progress`).
+    ToolCallProgress {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// What the tool said.
+        text: String,
     },
     /// A tool finished, with a result or an error.
     ToolCallFinished {

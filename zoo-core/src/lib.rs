@@ -24,7 +24,9 @@ pub mod skills;
 pub mod template;
 pub mod tools;
 
-pub use agent::{Agent, AgentState, ChatHandle, ChatOptions, SubAgent};
+pub use agent::{
+    Agent, AgentState, ChatHandle, ChatOptions, SubAgent, SubAgentStep, SubAgentUpdate,
+};
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};
 pub use backend::mock::{MockBackend, MockReply};
@@ -42,4 +44,4 @@ pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecor
 pub use session::{SessionData, SessionInfo, SessionStore};
 pub use template::TemplateFamily;
 pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
-pub use tools::ToolDefinition;
+pub use tools::{ToolContext, ToolDefinition};

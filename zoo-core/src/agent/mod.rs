@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 pub use crate::engine::options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
 pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
-pub use subagent::SubAgent;
+pub use subagent::{SubAgent, SubAgentStep, SubAgentUpdate};
 
 use crate::backend::Backend;
 use crate::config::Config;

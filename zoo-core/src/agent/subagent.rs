@@ -2,20 +2,39 @@
 //! its own system prompt, limits and history, and runs on the parent's
 //! loaded model (its own context) or on any provider (the oracle pattern:
 //! a small local agent asks a bigger remote one). Each call is a fresh task;
-//! the parent's stop reaches the child; the child's final text is the
-//! result.
+//! the parent's stop (and the tool's time limit) reaches the child; the
+//! child's final text is the result.
+//!
+//! While the child works, its progress reaches the parent's chat as
+//! `tool_call_update` events of the parent's call, one per step of the
+//! child, each a [`SubAgentUpdate`]:
+//!
+//! ```json
+//! {"subagent": "researcher", "event": "turn_finished", "turn": 1,
+//!  "usage": {"prompt_tokens": 40, "cached_tokens": 0, "completion_tokens": 9, "total_tokens": 49}}
+//! {"subagent": "researcher", "event": "tool_call_started", "id": "call_1", "name": "weather"}
+//! {"subagent": "researcher", "event": "tool_call_finished", "id": "call_1", "name": "weather",
+//!  "ok": true, "duration_ms": 0.4}
+//! ```
+//!
+//! The child's usage joins the parent's: each of the child's replies adds
+//! its tokens to the parent chat's usage (its `Response.usage` and its
+//! `chat_finished`) as it ends, so a child cut short still counts.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::Agent;
-use crate::cancel;
 use crate::config::Config;
 use crate::engine::options::ChatOptions;
 use crate::error::{Error, Result};
+use crate::event::{AgentEvent, EventKind};
+use crate::response::Usage;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::Tool;
 
 /// How often a waiting sub-agent call looks at the parent's stop.
@@ -86,6 +105,77 @@ impl SubAgent {
     }
 }
 
+/// One step of a sub-agent, the `update` of a `tool_call_update` event of
+/// the parent's call: `{"subagent": name, "event": ..., ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubAgentUpdate {
+    /// The sub-agent's tool name.
+    pub subagent: String,
+    /// What it did.
+    #[serde(flatten)]
+    pub step: SubAgentStep,
+}
+
+/// What a sub-agent did, by `event` (the name of the child's own event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum SubAgentStep {
+    /// One of the child's replies ended.
+    TurnFinished {
+        /// Which reply of the child's task (1 for the first).
+        turn: u32,
+        /// Its tokens (also added to the parent chat's usage).
+        usage: Usage,
+    },
+    /// The child called a tool.
+    ToolCallStarted {
+        /// The child's call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// The child's tool call ended.
+    ToolCallFinished {
+        /// The child's call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// Whether it gave a result (false: an error).
+        ok: bool,
+        /// Time in the tool, in milliseconds.
+        duration_ms: f64,
+    },
+}
+
+impl SubAgentStep {
+    /// The step a child's event reports, if it is one worth reporting.
+    fn of(event: &EventKind) -> Option<Self> {
+        Some(match event {
+            EventKind::TurnFinished { turn, usage } => SubAgentStep::TurnFinished {
+                turn: *turn,
+                usage: *usage,
+            },
+            EventKind::ToolCallStarted { id, name, .. } => SubAgentStep::ToolCallStarted {
+                id: id.clone(),
+                name: name.clone(),
+            },
+            EventKind::ToolCallFinished {
+                id,
+                name,
+                error,
+                duration_ms,
+                ..
+            } => SubAgentStep::ToolCallFinished {
+                id: id.clone(),
+                name: name.clone(),
+                ok: error.is_none(),
+                duration_ms: *duration_ms,
+            },
+            _ => return None,
+        })
+    }
+}
+
 /// How the child is built, once, on its first call.
 type Build = Box<dyn Fn() -> Result<Agent> + Send + Sync>;
 
@@ -100,11 +190,12 @@ pub(crate) fn subagent_tool(sub: &SubAgent, tools: Vec<Tool>, build: Build) -> R
         }},
         "required": ["task"],
     });
-    Tool::new(
+    let name = sub.name.clone();
+    Tool::with_context(
         sub.name.clone(),
         sub.description.clone(),
         schema,
-        move |args| {
+        move |args, ctx| {
             let task = args["task"].as_str().unwrap_or_default().to_owned();
             let mut slot = child.lock();
             if slot.is_none() {
@@ -115,21 +206,24 @@ pub(crate) fn subagent_tool(sub: &SubAgent, tools: Vec<Tool>, build: Build) -> R
                 *slot = Some(agent);
             }
             let agent = slot.as_ref().expect("built above");
-            run_task(agent, task).map_err(|e| e.to_string())
+            run_task(agent, &name, task, ctx).map_err(|e| e.to_string())
         },
     )
 }
 
-/// One task on a fresh history; the parent's stop cancels it.
-fn run_task(agent: &Agent, task: String) -> Result<Value> {
+/// One task on a fresh history, its steps reported to the parent's call;
+/// the call's cancel token (the parent's stop, the tool's time limit)
+/// cancels it.
+fn run_task(agent: &Agent, name: &str, task: String, ctx: &ToolContext) -> Result<Value> {
     agent.clear_history()?;
-    let parent = cancel::current_call();
-    let handle = agent.chat(task, ChatOptions::new());
+    let (reporter, subagent) = (ctx.clone(), name.to_owned());
+    let options = ChatOptions::new().on_event(move |event| report(&reporter, &subagent, event));
+    let handle = agent.chat(task, options);
     let response = loop {
         if let Some(result) = handle.wait_timeout(STOP_POLL) {
             break result?;
         }
-        if parent.as_ref().is_some_and(|t| t.is_cancelled()) {
+        if ctx.is_cancelled() {
             handle.cancel();
         }
     };
@@ -145,11 +239,31 @@ fn run_task(agent: &Agent, task: String) -> Result<Value> {
     }))
 }
 
+/// Reports one of the child's events to the parent's call, and adds the
+/// tokens of each of its replies to the parent's usage.
+fn report(ctx: &ToolContext, subagent: &str, event: &AgentEvent) {
+    let Some(step) = SubAgentStep::of(&event.kind) else {
+        return;
+    };
+    if let SubAgentStep::TurnFinished { usage, .. } = &step {
+        ctx.add_usage(*usage);
+    }
+    let update = SubAgentUpdate {
+        subagent: subagent.to_owned(),
+        step,
+    };
+    if let Ok(update) = serde_json::to_value(update) {
+        ctx.update(update);
+    }
+}
+
 impl Agent {
     /// Offers a child agent to the model as the tool `sub.name`, which
     /// takes a `task` and returns the child's answer (`answer`, its
     /// `stop_reason` and `usage`). The child is started on its first call;
-    /// without a `provider` it shares this agent's loaded model.
+    /// without a `provider` it shares this agent's loaded model. Its steps
+    /// are `tool_call_update` events of the call ([`SubAgentUpdate`]) and
+    /// its tokens join this chat's usage.
     ///
     /// # Errors
     /// [`Error::ToolNotFound`] for a tool the parent does not have;

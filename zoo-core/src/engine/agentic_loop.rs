@@ -50,6 +50,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::event::{AgentEvent, EventKind};
 use crate::message::{Message, Role, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+use crate::tools::context::{Drained, Report, ToolContext};
 use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::ToolDefinition;
@@ -193,6 +194,9 @@ pub(crate) fn run_turn(
     };
     let result = catch_unwind(AssertUnwindSafe(|| turn.run(input)))
         .unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())));
+    // Calls a failure left unwaited for: cancelled, and their reports
+    // dropped rather than shown in a later chat.
+    turn.runner.abandon_running();
     let undo = match &result {
         Err(_) => true,
         // Cancelled before the model said anything: as if never sent.
@@ -845,7 +849,8 @@ impl Turn<'_, '_> {
             Some(tool) => match tool.validate(&arguments) {
                 Err(error) => Launch::Settled(Err(error)),
                 Ok(()) => Launch::Running(
-                    self.runner.start(lane, &tool, arguments, self.cancel),
+                    self.runner
+                        .start(lane, &call.id, &tool, arguments, self.cancel),
                     tool.time_limit(),
                 ),
             },
@@ -883,11 +888,18 @@ impl Turn<'_, '_> {
         }
     }
 
-    /// Waits for a started call, then injects its result or error.
+    /// Waits for a started call, reporting what the running calls report
+    /// meanwhile, then injects its result or error.
     fn settle(&mut self, call: &ToolCall, launched: Launched) -> Result<CallOutcome> {
         let run = match launched.run {
             Launch::Settled(outcome) => ToolRun::Finished(outcome),
-            Launch::Running(pending, limit) => pending.wait(self.cancel, limit),
+            Launch::Running(pending, limit) => {
+                let (callbacks, usage) = (&mut *self.callbacks, &mut self.usage);
+                self.runner
+                    .wait(pending, self.cancel, limit, &mut |context, drained| {
+                        report_call(callbacks, usage, context, drained)
+                    })
+            }
         };
         let outcome = match run {
             ToolRun::Finished(outcome) => outcome,
@@ -1094,6 +1106,24 @@ impl Turn<'_, '_> {
             usage: self.usage,
             metrics,
         }
+    }
+}
+
+/// Turns what a running call reported into its events, in order; the
+/// tokens it spent (a sub-agent's) join the chat's usage.
+fn report_call(
+    callbacks: &mut Callbacks<'_>,
+    usage: &mut Usage,
+    context: &ToolContext,
+    drained: Drained,
+) {
+    usage.add(drained.usage);
+    for report in drained.reports {
+        let (id, name) = (context.call_id().to_owned(), context.tool_name().to_owned());
+        callbacks.event(match report {
+            Report::Update(update) => EventKind::ToolCallUpdate { id, name, update },
+            Report::Progress(text) => EventKind::ToolCallProgress { id, name, text },
+        });
     }
 }
 

@@ -13,8 +13,19 @@
 //! threads end when the runner is dropped, after the handlers in progress
 //! return; the agent's shutdown waits for that, so no handler runs after the
 //! agent is freed.
+//!
+//! Each call has its own [`ToolContext`] with a cancel token, child of the
+//! chat's. While the inference thread waits, it drains the reports of
+//! every call still running and hands them over to become events; a report
+//! or a result wakes it at once (the runner's doorbell). When a call ends
+//! its last reports are drained and its context closed, and only then, if
+//! it was cut short by a stop or its time limit, its token is set: so
+//! whatever a handler reports once it sees its token is dropped, never an
+//! event after `tool_call_finished`.
 
-use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError,
+};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -22,6 +33,7 @@ use serde_json::Value;
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
+use crate::tools::context::{Drained, ToolContext};
 use crate::tools::registry::Tool;
 
 /// How often a waiting inference thread looks at the cancel flag: well
@@ -38,8 +50,9 @@ type Outcome = (Result<Value>, Instant);
 struct ToolJob {
     tool: Tool,
     arguments: Value,
-    /// The chat's token: a call given up while it queued never runs.
-    cancel: CancelToken,
+    /// The call's context; a call whose token was set while it queued
+    /// never runs.
+    context: ToolContext,
     reply: SyncSender<Outcome>,
 }
 
@@ -60,29 +73,20 @@ pub(crate) struct Pending {
     /// from when the inference thread gets round to waiting for it (under
     /// `parallel`, after the calls before it in the reply).
     started: Instant,
+    context: ToolContext,
 }
 
-impl Pending {
-    /// Waits for the handler, until `cancel` is set or `timeout` (counted
-    /// from the call's start) passes. A handler that returned after its
-    /// limit is timed out too, even when its result was already waiting:
-    /// the outcome does not depend on how long the calls before it took.
-    pub(crate) fn wait(self, cancel: &CancelToken, timeout: Option<Duration>) -> ToolRun {
-        match self.result {
-            // A limit too far to be an instant is no limit.
-            Ok(result) => {
-                let limit = timeout.and_then(|t| Some((t, self.started.checked_add(t)?)));
-                wait(&result, cancel, limit)
-            }
-            Err(error) => ToolRun::Finished(Err(error)),
-        }
-    }
-}
+/// What a call reported, handed to the inference thread with its context.
+pub(crate) type OnReports<'a> = dyn FnMut(&ToolContext, Drained) + 'a;
 
 /// Starts tool threads on first use and hands them calls.
 pub(crate) struct ToolRunner {
     thread_started: Box<dyn Fn(ThreadId) + Send>,
     lanes: Vec<(Sender<ToolJob>, JoinHandle<()>)>,
+    /// Rung by a report or a result; one ring waiting is enough to wake.
+    doorbell: (SyncSender<()>, Receiver<()>),
+    /// The contexts of the calls started and not yet waited for to the end.
+    running: Vec<ToolContext>,
 }
 
 impl ToolRunner {
@@ -92,32 +96,140 @@ impl ToolRunner {
         ToolRunner {
             thread_started: Box::new(on_start),
             lanes: Vec::new(),
+            doorbell: sync_channel(1),
+            running: Vec::new(),
         }
     }
 
-    /// Hands the call to lane `lane` (modulo [`MAX_LANES`]) and returns at once.
+    /// Hands the call `id` to lane `lane` (modulo [`MAX_LANES`]) with a
+    /// context whose token is a child of the chat's `cancel`, and returns
+    /// at once.
     pub(crate) fn start(
         &mut self,
         lane: usize,
+        id: &str,
         tool: &Tool,
         arguments: Value,
         cancel: &CancelToken,
     ) -> Pending {
         let started = Instant::now();
+        let context = ToolContext::new(id, tool.name(), cancel.child(), self.doorbell.0.clone());
         let (reply, result) = sync_channel(1);
         let job = ToolJob {
             tool: tool.clone(),
             arguments,
-            cancel: cancel.clone(),
+            context: context.clone(),
             reply,
         };
         let sent = self
             .lane(lane % MAX_LANES)
             .and_then(|jobs| jobs.send(job).map_err(|_| thread_gone()));
+        self.running.push(context.clone());
         Pending {
             result: sent.map(|()| result),
             started,
+            context,
         }
+    }
+
+    /// Waits for the handler, until `cancel` is set or `timeout` (counted
+    /// from the call's start) passes, handing the reports of every running
+    /// call to `on_reports` meanwhile. A handler that returned after its
+    /// limit is timed out too, even when its result was already waiting:
+    /// the outcome does not depend on how long the calls before it took.
+    /// The call's last reports are handed over before this returns, and its
+    /// token is set if it was cut short.
+    pub(crate) fn wait(
+        &mut self,
+        pending: Pending,
+        cancel: &CancelToken,
+        timeout: Option<Duration>,
+        on_reports: &mut OnReports<'_>,
+    ) -> ToolRun {
+        let run = match &pending.result {
+            Ok(result) => {
+                // A limit too far to be an instant is no limit.
+                let limit = timeout.and_then(|t| Some((t, pending.started.checked_add(t)?)));
+                self.wait_for(result, cancel, limit, on_reports)
+            }
+            Err(error) => ToolRun::Finished(Err(error.clone())),
+        };
+        self.end(&pending.context, &run, on_reports);
+        run
+    }
+
+    fn wait_for(
+        &self,
+        result: &Receiver<Outcome>,
+        cancel: &CancelToken,
+        limit: Option<(Duration, Instant)>,
+        on_reports: &mut OnReports<'_>,
+    ) -> ToolRun {
+        loop {
+            if cancel.is_cancelled() {
+                return ToolRun::Abandoned;
+            }
+            for context in &self.running {
+                on_reports(context, context.drain());
+            }
+            match result.try_recv() {
+                // Judged by when the handler returned, not when it is read:
+                // a call that finished in time is never timed out for being
+                // waited for late, and one that finished past its limit is
+                // timed out even if its result was already waiting.
+                Ok((outcome, finished)) => {
+                    return match limit {
+                        Some((timeout, deadline)) if finished > deadline => {
+                            ToolRun::TimedOut(timeout)
+                        }
+                        _ => ToolRun::Finished(outcome),
+                    }
+                }
+                Err(TryRecvError::Empty) => {}
+                // A call given up while it queued is dropped unrun: that is
+                // the stop, not a broken thread.
+                Err(TryRecvError::Disconnected) if cancel.is_cancelled() => {
+                    return ToolRun::Abandoned
+                }
+                Err(TryRecvError::Disconnected) => return ToolRun::Finished(Err(thread_gone())),
+            }
+            // Wake at the deadline, not up to a poll later.
+            let mut slice = CANCEL_POLL;
+            if let Some((timeout, deadline)) = limit {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return ToolRun::TimedOut(timeout);
+                }
+                slice = slice.min(left);
+            }
+            match self.doorbell.1.recv_timeout(slice) {
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                // The runner holds a sender itself: never disconnected.
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(slice),
+            }
+        }
+    }
+
+    /// Closes and cancels the calls started and not waited for (a chat
+    /// that failed between starting a reply's calls and answering them).
+    pub(crate) fn abandon_running(&mut self) {
+        for context in std::mem::take(&mut self.running) {
+            context.finish();
+            context.cancel_token().cancel();
+            context.release();
+        }
+    }
+
+    /// Closes a call that ended: its last reports go to `on_reports`, then
+    /// a call cut short has its token set (after the close, so nothing it
+    /// reports on seeing it can follow `tool_call_finished`).
+    fn end(&mut self, context: &ToolContext, run: &ToolRun, on_reports: &mut OnReports<'_>) {
+        self.running.retain(|c| !c.is_same_call(context));
+        on_reports(context, context.finish());
+        if matches!(run, ToolRun::Abandoned | ToolRun::TimedOut(_)) {
+            context.cancel_token().cancel();
+        }
+        context.release();
     }
 
     /// The lane's queue, starting its thread (and those before it) on first use.
@@ -150,57 +262,14 @@ impl Drop for ToolRunner {
 
 fn serve(queue: Receiver<ToolJob>) {
     while let Ok(job) = queue.recv() {
-        if job.cancel.is_cancelled() {
+        if job.context.is_cancelled() {
+            job.context.wake();
             continue;
         }
-        let outcome = crate::cancel::with_current_call(&job.cancel, || {
-            job.tool.invoke_validated(job.arguments)
-        });
+        let outcome = job.tool.invoke_validated_with(job.arguments, &job.context);
         // The inference thread may have stopped waiting: then nobody reads it.
         let _ = job.reply.send((outcome, Instant::now()));
-    }
-}
-
-fn wait(
-    result: &Receiver<Outcome>,
-    cancel: &CancelToken,
-    limit: Option<(Duration, Instant)>,
-) -> ToolRun {
-    loop {
-        if cancel.is_cancelled() {
-            return ToolRun::Abandoned;
-        }
-        // Wake at the deadline, not up to a poll later.
-        let slice = limit.map_or(CANCEL_POLL, |(_, deadline)| {
-            deadline
-                .saturating_duration_since(Instant::now())
-                .min(CANCEL_POLL)
-        });
-        match result.recv_timeout(slice) {
-            // Judged by when the handler returned, not when it is read: a
-            // call that finished in time is never timed out for being
-            // waited for late, and one that finished past its limit is
-            // timed out even if its result was already waiting.
-            Ok((outcome, finished)) => {
-                return match limit {
-                    Some((timeout, deadline)) if finished > deadline => ToolRun::TimedOut(timeout),
-                    _ => ToolRun::Finished(outcome),
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                if let Some((timeout, deadline)) = limit {
-                    if Instant::now() >= deadline {
-                        return ToolRun::TimedOut(timeout);
-                    }
-                }
-            }
-            // A call given up while it queued is dropped unrun: that is the
-            // stop, not a broken thread.
-            Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => {
-                return ToolRun::Abandoned
-            }
-            Err(RecvTimeoutError::Disconnected) => return ToolRun::Finished(Err(thread_gone())),
-        }
+        job.context.wake();
     }
 }
 

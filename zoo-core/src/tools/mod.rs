@@ -1,14 +1,16 @@
-//! Tools: the registry, typed tools, argument validation, tool-call parsing
-//! and the call formats models are taught.
+//! Tools: the registry, typed tools, a call's context, argument
+//! validation, tool-call parsing and the call formats models are taught.
 
 pub mod builtin;
 pub mod call_format;
+pub mod context;
 pub mod parser;
 pub mod registry;
 pub mod typed;
 pub mod validate;
 
 pub use call_format::ToolCallFormat;
+pub use context::ToolContext;
 
 use serde::{Deserialize, Serialize};
 

@@ -8,8 +8,10 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use serde_json::Value;
 
+use super::context::ToolContext;
 use super::validate::ArgumentValidator;
 use super::ToolDefinition;
+use crate::cancel::CancelToken;
 use crate::config::{describe, non_finite_at, non_finite_name};
 use crate::error::{Error, Result};
 
@@ -19,6 +21,10 @@ pub type ToolResult = std::result::Result<Value, String>;
 /// A tool handler. It runs on the agent's tool thread, one call at a time,
 /// and may block: a stop does not wait for it.
 pub type ToolHandler = Arc<dyn Fn(Value) -> ToolResult + Send + Sync>;
+
+/// A tool handler that takes its call's [`ToolContext`] (the call id, the
+/// call's cancel token, progress reports).
+pub type ContextToolHandler = Arc<dyn Fn(Value, &ToolContext) -> ToolResult + Send + Sync>;
 
 /// The error every front door gives for a tool registered with something
 /// that cannot be called (`None`, a number, NULL): `got` names what it was.
@@ -163,7 +169,7 @@ impl ToolOptions {
 pub struct Tool {
     definition: ToolDefinition,
     validator: Arc<ArgumentValidator>,
-    handler: ToolHandler,
+    handler: ContextToolHandler,
     /// Runs alone, never beside another call of the same reply.
     exclusive: bool,
     /// A call still running after this is a tool error.
@@ -188,7 +194,12 @@ impl Tool {
         parameters: Value,
         handler: impl Fn(Value) -> ToolResult + Send + Sync + 'static,
     ) -> Result<Self> {
-        Self::from_handler(name, description, parameters, Arc::new(handler))
+        Self::build(
+            name.into(),
+            description.into(),
+            parameters,
+            Arc::new(move |arguments, _: &ToolContext| handler(arguments)),
+        )
     }
 
     /// Like [`Tool::new`] with a handler that is already shared.
@@ -198,7 +209,51 @@ impl Tool {
         parameters: Value,
         handler: ToolHandler,
     ) -> Result<Self> {
-        let name = name.into();
+        Self::build(
+            name.into(),
+            description.into(),
+            parameters,
+            Arc::new(move |arguments, _: &ToolContext| handler(arguments)),
+        )
+    }
+
+    /// A tool whose handler takes its call's [`ToolContext`] beside the
+    /// arguments: the call id, a cancel token set by the chat's stop and by
+    /// the tool's time limit, and `update` / `progress` reports that become
+    /// `tool_call_update` / `tool_call_progress` events.
+    ///
+    /// ```
+    /// use zoo_core::Tool;
+    /// let tool = Tool::with_context("count", "Counts to n", serde_json::json!({"type": "object"}),
+    ///     |args, ctx| {
+    ///         for i in 0..args["n"].as_u64().unwrap_or(3) {
+    ///             if ctx.is_cancelled() { return Err("stopped".into()); }
+    ///             ctx.progress(format!("at {i}"));
+    ///         }
+    ///         Ok(serde_json::json!("done"))
+    ///     }).unwrap();
+    /// assert_eq!(tool.name(), "count");
+    /// ```
+    pub fn with_context(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        handler: impl Fn(Value, &ToolContext) -> ToolResult + Send + Sync + 'static,
+    ) -> Result<Self> {
+        Self::build(
+            name.into(),
+            description.into(),
+            parameters,
+            Arc::new(handler),
+        )
+    }
+
+    fn build(
+        name: String,
+        description: String,
+        parameters: Value,
+        handler: ContextToolHandler,
+    ) -> Result<Self> {
         if !is_valid_tool_name(&name) {
             return Err(Error::InvalidArgument(format!(
                 "tool name `{name}` must match ^[A-Za-z0-9_-]{{1,64}}$"
@@ -208,7 +263,7 @@ impl Tool {
         Ok(Tool {
             definition: ToolDefinition {
                 name,
-                description: description.into(),
+                description,
                 parameters,
             },
             validator: Arc::new(validator),
@@ -270,10 +325,18 @@ impl Tool {
         self.validator.validate(arguments)
     }
 
-    /// Runs the handler. A panicking handler is reported as an error, so
-    /// that one bad tool cannot take the inference thread down.
+    /// Runs the handler outside any chat, with a detached context (its
+    /// reports go nowhere, its token is never set). A panicking handler is
+    /// reported as an error, so that one bad tool cannot take the inference
+    /// thread down.
     pub fn call(&self, arguments: Value) -> ToolResult {
-        catch_unwind(AssertUnwindSafe(|| (self.handler)(arguments)))
+        let context = ToolContext::detached("", self.name(), CancelToken::new());
+        self.call_with(arguments, &context)
+    }
+
+    /// Runs the handler with the call's context; a panic is an error.
+    pub fn call_with(&self, arguments: Value, context: &ToolContext) -> ToolResult {
+        catch_unwind(AssertUnwindSafe(|| (self.handler)(arguments, context)))
             .unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref()).to_string()))
     }
 
@@ -286,7 +349,13 @@ impl Tool {
     /// Runs the handler on arguments that [`validate`](Self::validate)
     /// accepted, with its failure as a typed error.
     pub fn invoke_validated(&self, arguments: Value) -> Result<Value> {
-        self.call(arguments)
+        let context = ToolContext::detached("", self.name(), CancelToken::new());
+        self.invoke_validated_with(arguments, &context)
+    }
+
+    /// [`invoke_validated`](Self::invoke_validated) with the call's context.
+    pub fn invoke_validated_with(&self, arguments: Value, context: &ToolContext) -> Result<Value> {
+        self.call_with(arguments, context)
             .map_err(|message| Error::ToolHandlerFailed {
                 tool: self.definition.name.clone(),
                 message,

@@ -10,6 +10,7 @@ mod history;
 mod hostile;
 mod request_queue;
 mod runtime;
+mod tool_context;
 mod tool_registry;
 
 use serde_json::json;

@@ -33,8 +33,9 @@ fn recorder() -> (Arc<Mutex<Vec<AgentEvent>>>, ChatOptions) {
 
 /// The invariant of `zoo_core::event`: `chat_started` first, `chat_finished`
 /// last, `seq` from 0 without gaps, one chat's identity throughout, turns
-/// that never overlap, and every started call finished.
-fn assert_well_formed(events: &[AgentEvent], stop_reason: StopReason) {
+/// that never overlap, every started call finished, and a call's updates
+/// and progress only between its start and its finish.
+pub(super) fn assert_well_formed(events: &[AgentEvent], stop_reason: StopReason) {
     let types: Vec<String> = events
         .iter()
         .map(|e| {
@@ -80,6 +81,12 @@ fn assert_well_formed(events: &[AgentEvent], stop_reason: StopReason) {
             }
             EventKind::ToolCallStarted { id, .. } => assert!(open_calls.insert(id.clone())),
             EventKind::ToolCallFinished { id, .. } => assert!(open_calls.remove(id)),
+            EventKind::ToolCallUpdate { id, .. } | EventKind::ToolCallProgress { id, .. } => {
+                assert!(
+                    open_calls.contains(id),
+                    "a report outside its call: {types:?}"
+                )
+            }
             EventKind::ChatStarted { .. } | EventKind::ChatFinished { .. }
                 if i > 0 && i + 1 < events.len() =>
             {

@@ -1,10 +1,14 @@
 //! `bash`: runs a command with `bash -c` in the workspace, in its own
 //! process group, which is killed whole when the command ends or times out
-//! (so nothing it started in the background outlives the call).
+//! (so nothing it started in the background outlives the call), or when
+//! its call is cancelled (the chat's stop, the tool's `timeout_ms`). While
+//! the command runs, the call reports its progress once a second
+//! (`running for N s, B bytes of output`).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::{confirmed, str_arg, ConfirmFn, Workspace};
 use crate::error::Result;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::{Tool, ToolResult};
 
 /// Bytes kept of stdout and of stderr each; the rest is counted, not kept.
@@ -23,11 +28,13 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// How often a running command is looked at.
 const POLL: Duration = Duration::from_millis(10);
+/// How often a running command's progress is reported.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// Builds the tool on `ws`: `deny` holds text no command may contain,
 /// `confirm` is asked before each command that passes it.
 pub fn tool(ws: Arc<Workspace>, deny: Vec<String>, confirm: Option<ConfirmFn>) -> Result<Tool> {
-    let tool = Tool::new(
+    let tool = Tool::with_context(
         "bash",
         "Run a shell command in the workspace folder with bash -c. Returns stdout, stderr \
          and the exit code; the command is killed after timeout_ms.",
@@ -41,15 +48,21 @@ pub fn tool(ws: Arc<Workspace>, deny: Vec<String>, confirm: Option<ConfirmFn>) -
             "required": ["command"],
             "additionalProperties": false
         }),
-        move |args| run(&ws, &deny, &confirm, &args),
+        move |args, ctx| run(&ws, &deny, &confirm, &args, ctx),
     )?;
     Ok(tool.exclusive(true))
 }
 
-fn run(ws: &Workspace, deny: &[String], confirm: &Option<ConfirmFn>, args: &Value) -> ToolResult {
+fn run(
+    ws: &Workspace,
+    deny: &[String],
+    confirm: &Option<ConfirmFn>,
+    args: &Value,
+    ctx: &ToolContext,
+) -> ToolResult {
     let command = str_arg(args, "command")?;
     check_deny(command, deny)?;
-    confirmed(confirm, "bash", args)?;
+    confirmed(confirm, "bash", args, ctx)?;
     let timeout = args
         .get("timeout_ms")
         .and_then(Value::as_u64)
@@ -65,9 +78,10 @@ fn run(ws: &Workspace, deny: &[String], confirm: &Option<ConfirmFn>, args: &Valu
         .process_group(0)
         .spawn()
         .map_err(|e| format!("could not start bash: {e}"))?;
-    let out = capture(child.stdout.take());
-    let err = capture(child.stderr.take());
-    let (code, timed_out) = wait(&mut child, Duration::from_millis(timeout))?;
+    let output = Arc::new(AtomicU64::new(0));
+    let out = capture(child.stdout.take(), output.clone());
+    let err = capture(child.stderr.take(), output.clone());
+    let (code, timed_out) = wait(&mut child, Duration::from_millis(timeout), ctx, &output)?;
     kill_group(child.id());
     let (stdout, out_dropped) = out.join().unwrap_or_default();
     let (stderr, err_dropped) = err.join().unwrap_or_default();
@@ -106,8 +120,11 @@ fn check_deny(command: &str, deny: &[String]) -> std::result::Result<(), String>
 }
 
 /// Reads a stream to its end, keeping the first [`MAX_STREAM_BYTES`]; also
-/// returns how many bytes were dropped.
-fn capture(stream: Option<impl Read + Send + 'static>) -> JoinHandle<(String, u64)> {
+/// returns how many bytes were dropped. Every byte read is counted in `seen`.
+fn capture(
+    stream: Option<impl Read + Send + 'static>,
+    seen: Arc<AtomicU64>,
+) -> JoinHandle<(String, u64)> {
     std::thread::spawn(move || {
         let Some(mut stream) = stream else {
             return (String::new(), 0);
@@ -117,6 +134,7 @@ fn capture(stream: Option<impl Read + Send + 'static>) -> JoinHandle<(String, u6
             if n == 0 {
                 break;
             }
+            seen.fetch_add(n as u64, Ordering::Relaxed);
             let room = (MAX_STREAM_BYTES - kept.len()).min(n);
             kept.extend_from_slice(&buf[..room]);
             dropped += (n - room) as u64;
@@ -125,10 +143,17 @@ fn capture(stream: Option<impl Read + Send + 'static>) -> JoinHandle<(String, u6
     })
 }
 
-/// Waits for the command up to `timeout` or until the chat is stopped: its
-/// exit code (None when killed by a signal) and whether it timed out.
-fn wait(child: &mut Child, timeout: Duration) -> std::result::Result<(Option<i32>, bool), String> {
+/// Waits for the command up to `timeout` or until the call is cancelled,
+/// reporting progress meanwhile: its exit code (None when killed by a
+/// signal) and whether it timed out.
+fn wait(
+    child: &mut Child,
+    timeout: Duration,
+    ctx: &ToolContext,
+    output: &AtomicU64,
+) -> std::result::Result<(Option<i32>, bool), String> {
     let start = Instant::now();
+    let mut reported = start;
     loop {
         if let Some(status) = child
             .try_wait()
@@ -136,16 +161,28 @@ fn wait(child: &mut Child, timeout: Duration) -> std::result::Result<(Option<i32
         {
             return Ok((status.code(), false));
         }
-        let cancelled = crate::cancel::current_call_cancelled();
+        let cancelled = ctx.is_cancelled();
         if cancelled || start.elapsed() >= timeout {
             kill_group(child.id());
             child.wait().map_err(|e| format!("waiting for bash: {e}"))?;
             if cancelled {
-                return Err("the chat was stopped; the command was killed".into());
+                return Err(
+                    "the call was cancelled (the chat was stopped or its time ran out); \
+                     the command was killed"
+                        .into(),
+                );
             }
             return Ok((None, true));
         }
-        std::thread::sleep(POLL);
+        if reported.elapsed() >= PROGRESS_EVERY {
+            reported = Instant::now();
+            ctx.progress(format!(
+                "running for {} s, {} bytes of output",
+                start.elapsed().as_secs(),
+                output.load(Ordering::Relaxed)
+            ));
+        }
+        ctx.wait_cancelled(Some(POLL));
     }
 }
 

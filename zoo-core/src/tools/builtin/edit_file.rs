@@ -8,11 +8,12 @@ use serde_json::{json, Value};
 use super::read_file::MAX_WHOLE_FILE_BYTES;
 use super::{confirmed, str_arg, write_file::write_text, ConfirmFn, Workspace};
 use crate::error::Result;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::{Tool, ToolResult};
 
 /// Builds the tool on `ws`; `confirm` is asked before each edit.
 pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
-    let tool = Tool::new(
+    let tool = Tool::with_context(
         "edit_file",
         "Replace an exact piece of text in a workspace file. old_text must occur exactly \
          once; include enough surrounding lines to make it unique.",
@@ -26,12 +27,17 @@ pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
             "required": ["path", "old_text", "new_text"],
             "additionalProperties": false
         }),
-        move |args| edit(&ws, &confirm, &args),
+        move |args, ctx| edit(&ws, &confirm, &args, ctx),
     )?;
     Ok(tool.exclusive(true))
 }
 
-fn edit(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value) -> ToolResult {
+fn edit(
+    ws: &Workspace,
+    confirm: &Option<ConfirmFn>,
+    args: &Value,
+    ctx: &ToolContext,
+) -> ToolResult {
     let path = str_arg(args, "path")?;
     let old = str_arg(args, "old_text")?;
     let new = str_arg(args, "new_text")?;
@@ -45,7 +51,7 @@ fn edit(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value) -> ToolResult
             ))
         }
     }
-    confirmed(confirm, "edit_file", args)?;
+    confirmed(confirm, "edit_file", args, ctx)?;
     write_text(ws, path, &content.replacen(old, new, 1))?;
     // The line the replaced text began on, counted from 1.
     let at = content.find(old).unwrap_or(0);

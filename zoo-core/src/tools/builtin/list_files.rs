@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::walk::{cut_note, walk};
 use super::Workspace;
 use crate::error::Result;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::{Tool, ToolResult};
 
 /// Entries listed at most; the rest is counted.
@@ -17,7 +18,7 @@ const DEFAULT_DEPTH: usize = 10;
 
 /// Builds the tool on `ws`.
 pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
-    Tool::new(
+    Tool::with_context(
         "list_files",
         "List files and folders in the workspace (folders end with /). Skips .git, \
          target, node_modules and what .gitignore ignores.",
@@ -30,11 +31,11 @@ pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
             },
             "additionalProperties": false
         }),
-        move |args| list(&ws, &args),
+        move |args, ctx| list(&ws, &args, ctx),
     )
 }
 
-fn list(ws: &Workspace, args: &Value) -> ToolResult {
+fn list(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     let start = ws.resolve_existing(path).map_err(|e| e.to_string())?;
     if !start.is_dir() {
@@ -47,21 +48,27 @@ fn list(ws: &Workspace, args: &Value) -> ToolResult {
         .map_or(DEFAULT_DEPTH, |d| d as usize);
     let mut entries = Vec::new();
     let mut more = 0usize;
-    let cut = walk(ws.root(), &start, Some(depth), |entry, relative| {
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        if matcher.as_ref().is_none_or(|m| m.is_match(relative)) {
-            if entries.len() < MAX_ENTRIES {
-                entries.push(if is_dir {
-                    format!("{relative}/")
+    let cut = walk(
+        ws.root(),
+        &start,
+        Some(depth),
+        ctx.cancel_token(),
+        |entry, relative| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if matcher.as_ref().is_none_or(|m| m.is_match(relative)) {
+                if entries.len() < MAX_ENTRIES {
+                    entries.push(if is_dir {
+                        format!("{relative}/")
+                    } else {
+                        relative.to_owned()
+                    });
                 } else {
-                    relative.to_owned()
-                });
-            } else {
-                more += 1;
+                    more += 1;
+                }
             }
-        }
-        true
-    });
+            true
+        },
+    );
     let mut text = if entries.is_empty() {
         "No files match.".to_owned()
     } else {

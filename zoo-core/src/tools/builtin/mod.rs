@@ -3,7 +3,11 @@
 //! confines every path they touch to one root folder.
 //!
 //! Each result is a JSON object: `text` (what the model reads) beside
-//! structured details (`path`, counts).
+//! structured details (`path`, counts). Each tool honours its call's cancel
+//! token (the chat's stop and the tool's time limit): walks, searches and
+//! long reads stop early, `bash` kills its command, and a write or command
+//! whose call was cancelled while the host was asked to confirm it does not
+//! happen.
 
 #[cfg(unix)]
 pub mod bash;
@@ -22,6 +26,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::tools::context::ToolContext;
 use crate::tools::registry::Tool;
 
 pub use workspace::{PathRefused, Workspace};
@@ -122,16 +127,29 @@ pub fn builtin_tools(names: &[&str], options: &BuiltinOptions) -> Result<Vec<Too
         .collect()
 }
 
-/// Asks the host, if it wants to be asked, whether `tool` may run.
+/// Asks the host, if it wants to be asked, whether `tool` may run; a call
+/// cancelled meanwhile (asking may take long) does not run either.
 fn confirmed(
     confirm: &Option<ConfirmFn>,
     tool: &str,
     args: &Value,
+    ctx: &ToolContext,
 ) -> std::result::Result<(), String> {
-    match confirm {
-        Some(ask) if !ask(tool, args) => Err(format!("the user refused this {tool} call")),
-        _ => Ok(()),
+    if let Some(ask) = confirm {
+        if !ask(tool, args) {
+            return Err(format!("the user refused this {tool} call"));
+        }
     }
+    not_cancelled(ctx)
+}
+
+/// An error once the call is cancelled (the chat was stopped or the tool's
+/// time limit passed): its result would be discarded anyway.
+fn not_cancelled(ctx: &ToolContext) -> std::result::Result<(), String> {
+    if ctx.is_cancelled() {
+        return Err("the call was cancelled (the chat was stopped or its time ran out)".into());
+    }
+    Ok(())
 }
 
 /// A string argument the schema already requires.

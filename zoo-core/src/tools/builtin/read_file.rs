@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{str_arg, Workspace};
+use super::{not_cancelled, str_arg, Workspace};
 use crate::error::Result;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::{Tool, ToolResult};
 
 /// Files larger than this are read only a page (`offset`/`limit`) at a time.
@@ -17,10 +18,13 @@ pub const DEFAULT_LIMIT: u64 = 2000;
 pub const MAX_LINE_CHARS: usize = 2000;
 /// Bytes looked at to tell a binary file (one with a NUL) from text.
 const SNIFF_BYTES: usize = 8192;
+/// Lines read between two looks at the call's cancel token: paging far
+/// into a huge file reads every line before the page.
+const LINES_PER_CANCEL_CHECK: u64 = 4096;
 
 /// Builds the tool on `ws`.
 pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
-    Tool::new(
+    Tool::with_context(
         "read_file",
         "Read a text file in the workspace. Lines come numbered from 1; use offset \
          (first line) and limit (number of lines) to page through long files.",
@@ -34,11 +38,11 @@ pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
             "required": ["path"],
             "additionalProperties": false
         }),
-        move |args| read(&ws, &args),
+        move |args, ctx| read(&ws, &args, ctx),
     )
 }
 
-fn read(ws: &Workspace, args: &Value) -> ToolResult {
+fn read(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
     let path = str_arg(args, "path")?;
     let offset = args.get("offset").and_then(Value::as_u64);
     let limit = args.get("limit").and_then(Value::as_u64);
@@ -79,17 +83,28 @@ fn read(ws: &Workspace, args: &Value) -> ToolResult {
         reader,
         offset.unwrap_or(1),
         limit.unwrap_or(DEFAULT_LIMIT),
+        ctx,
     )
 }
 
-/// Numbers and returns lines `offset..offset+limit`, counting the rest.
-fn page(path: &str, mut reader: impl BufRead, offset: u64, limit: u64) -> ToolResult {
+/// Numbers and returns lines `offset..offset+limit`, counting the rest;
+/// stops with an error once the call is cancelled.
+fn page(
+    path: &str,
+    mut reader: impl BufRead,
+    offset: u64,
+    limit: u64,
+    ctx: &ToolContext,
+) -> ToolResult {
     let offset = offset.max(1);
     let mut text = String::new();
     let (mut total, mut shown) = (0u64, 0u64);
     let mut line = Vec::new();
     while next_line(&mut reader, &mut line).map_err(|e| format!("'{path}': {e}"))? {
         total += 1;
+        if total % LINES_PER_CANCEL_CHECK == 0 {
+            not_cancelled(ctx)?;
+        }
         if total < offset || shown >= limit {
             continue;
         }

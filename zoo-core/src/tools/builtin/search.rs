@@ -12,6 +12,7 @@ use super::list_files::glob;
 use super::walk::{cut_note, walk};
 use super::{str_arg, Workspace};
 use crate::error::Result;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::{Tool, ToolResult};
 
 /// Matching lines returned at most; the rest is counted.
@@ -21,7 +22,7 @@ const MAX_LINE_CHARS: usize = 300;
 
 /// Builds the tool on `ws`.
 pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
-    Tool::new(
+    Tool::with_context(
         "search",
         "Search the workspace's files for a regular expression; returns path:line: text \
          for each matching line.",
@@ -36,11 +37,11 @@ pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
             "required": ["pattern"],
             "additionalProperties": false
         }),
-        move |args| search(&ws, &args),
+        move |args, ctx| search(&ws, &args, ctx),
     )
 }
 
-fn search(ws: &Workspace, args: &Value) -> ToolResult {
+fn search(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
     let pattern = str_arg(args, "pattern")?;
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     let start = ws.resolve_existing(path).map_err(|e| e.to_string())?;
@@ -60,28 +61,34 @@ fn search(ws: &Workspace, args: &Value) -> ToolResult {
     let mut lines = Vec::new();
     let mut more = 0usize;
     let mut files = 0usize;
-    let cut = walk(ws.root(), &start, None, |entry, relative| {
-        let is_file = entry.file_type().is_some_and(|t| t.is_file());
-        if !is_file || include.as_ref().is_some_and(|g| !g.is_match(relative)) {
-            return true;
-        }
-        let mut found = false;
-        let _ = searcher.search_path(
-            &matcher,
-            entry.path(),
-            UTF8(|number, line| {
-                found = true;
-                if lines.len() < MAX_MATCHES {
-                    lines.push(format!("{relative}:{number}: {}", clip(line.trim_end())));
-                } else {
-                    more += 1;
-                }
-                Ok(true)
-            }),
-        );
-        files += usize::from(found);
-        true
-    });
+    let cut = walk(
+        ws.root(),
+        &start,
+        None,
+        ctx.cancel_token(),
+        |entry, relative| {
+            let is_file = entry.file_type().is_some_and(|t| t.is_file());
+            if !is_file || include.as_ref().is_some_and(|g| !g.is_match(relative)) {
+                return true;
+            }
+            let mut found = false;
+            let _ = searcher.search_path(
+                &matcher,
+                entry.path(),
+                UTF8(|number, line| {
+                    found = true;
+                    if lines.len() < MAX_MATCHES {
+                        lines.push(format!("{relative}:{number}: {}", clip(line.trim_end())));
+                    } else {
+                        more += 1;
+                    }
+                    Ok(true)
+                }),
+            );
+            files += usize::from(found);
+            true
+        },
+    );
     let mut text = if lines.is_empty() {
         "No matches.".to_owned()
     } else {

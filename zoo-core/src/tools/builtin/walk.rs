@@ -1,14 +1,15 @@
 //! Walking the workspace the way a developer expects: `.gitignore` and
 //! `.ignore` honoured (in a git repository or not), `.git`, `target` and
 //! `node_modules` skipped, symlinks not followed (so a link cannot lead the
-//! walk out of the workspace), with a time bound and the chat's stop.
+//! walk out of the workspace), with a time bound and the call's cancel
+//! token (the chat's stop, the tool's time limit).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ignore::{DirEntry, WalkBuilder};
 
-use crate::cancel;
+use crate::cancel::CancelToken;
 
 /// Folders never listed or searched: tools' output, not the project.
 const SKIPPED: &[&str] = &[".git", "target", "node_modules"];
@@ -21,16 +22,19 @@ pub const WALK_TIME_LIMIT: Duration = Duration::from_secs(10);
 pub enum Cut {
     /// The time bound.
     Time,
-    /// The chat was stopped.
+    /// The call was cancelled (the chat was stopped or the tool's time
+    /// limit passed).
     Stopped,
 }
 
 /// Walks `start` (inside `root`) to `depth`, calling `visit` with each
-/// entry's path relative to `root` until it returns false.
+/// entry's path relative to `root` until it returns false or `cancel` is
+/// set.
 pub fn walk(
     root: &Path,
     start: &Path,
     depth: Option<usize>,
+    cancel: &CancelToken,
     mut visit: impl FnMut(&DirEntry, &str) -> bool,
 ) -> Option<Cut> {
     let started = Instant::now();
@@ -43,7 +47,7 @@ pub fn walk(
         .filter_entry(|e| !SKIPPED.iter().any(|s| e.file_name() == *s))
         .build();
     for entry in walker.flatten() {
-        if cancel::current_call_cancelled() {
+        if cancel.is_cancelled() {
             return Some(Cut::Stopped);
         }
         if started.elapsed() > WALK_TIME_LIMIT {
@@ -70,6 +74,6 @@ fn relative(root: &Path, path: &Path) -> String {
 pub fn cut_note(cut: Option<Cut>) -> Option<&'static str> {
     match cut? {
         Cut::Time => Some("[stopped after 10 s; narrow the path or pattern]"),
-        Cut::Stopped => Some("[stopped: the chat was stopped]"),
+        Cut::Stopped => Some("[stopped: the call was cancelled]"),
     }
 }

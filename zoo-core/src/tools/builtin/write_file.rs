@@ -7,11 +7,12 @@ use serde_json::{json, Value};
 
 use super::{confirmed, str_arg, ConfirmFn, Workspace};
 use crate::error::Result;
+use crate::tools::context::ToolContext;
 use crate::tools::registry::{Tool, ToolResult};
 
 /// Builds the tool on `ws`; `confirm` is asked before each write.
 pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
-    let tool = Tool::new(
+    let tool = Tool::with_context(
         "write_file",
         "Write a file in the workspace, replacing what it held; missing parent folders are created.",
         json!({
@@ -23,16 +24,21 @@ pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
             "required": ["path", "content"],
             "additionalProperties": false
         }),
-        move |args| write(&ws, &confirm, &args),
+        move |args, ctx| write(&ws, &confirm, &args, ctx),
     )?;
     // Two writes of one reply must not interleave.
     Ok(tool.exclusive(true))
 }
 
-fn write(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value) -> ToolResult {
+fn write(
+    ws: &Workspace,
+    confirm: &Option<ConfirmFn>,
+    args: &Value,
+    ctx: &ToolContext,
+) -> ToolResult {
     let path = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
-    confirmed(confirm, "write_file", args)?;
+    confirmed(confirm, "write_file", args, ctx)?;
     write_text(ws, path, content)?;
     let text = format!("wrote {} bytes to {path}", content.len());
     Ok(json!({"text": text, "path": path, "bytes": content.len()}))
