@@ -174,3 +174,38 @@ fn stopping_the_chat_kills_a_running_command() {
     assert!(waited.is_some(), "the chat did not end after cancel");
     assert!(dies(pid.trim()), "process {pid} outlived the stopped chat");
 }
+
+#[test]
+fn the_tools_time_limit_kills_a_running_command_which_reports_progress_meanwhile() {
+    use std::sync::{Arc, Mutex};
+    use zoo_core::{Agent, ChatOptions, Config, EventKind, MockBackend, MockReply};
+    let dir = TempDir::new();
+    let command = "sleep 300 & echo $! > limited.pid; wait";
+    let mock = MockBackend::with_script([
+        MockReply::tool_call("bash", json!({"command": command})),
+        MockReply::text("it took too long"),
+    ]);
+    let agent = Agent::with_backend(mock, Config::default()).unwrap();
+    // The call's own limit, not the command's: its token kills the group.
+    agent.register_tool(bash(&dir, &[]).timeout(Some(Duration::from_millis(5000))));
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let sink = progress.clone();
+    let options = ChatOptions::new().on_event(move |e| {
+        if let EventKind::ToolCallProgress { text, .. } = &e.kind {
+            sink.lock().unwrap().push(text.clone());
+        }
+    });
+    let response = agent.chat("run it", options).wait().unwrap();
+    assert_eq!(
+        response.tool_calls[0].error.as_deref(),
+        Some("tool `bash` failed: it did not finish within 5000 ms")
+    );
+    let pid = std::fs::read_to_string(dir.0.join("limited.pid")).unwrap();
+    assert!(dies(pid.trim()), "process {pid} outlived the call's limit");
+    let progress = progress.lock().unwrap();
+    assert!(
+        progress.first().is_some_and(|p| p.starts_with("running for ")
+            && p.ends_with(" bytes of output")),
+        "{progress:?}"
+    );
+}

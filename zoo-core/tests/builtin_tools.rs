@@ -204,3 +204,41 @@ fn unknown_names_and_bad_workspaces_are_invalid_arguments() {
     let names: Vec<String> = agent.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["read_file", "edit_file"]);
 }
+
+#[test]
+fn a_long_read_stops_once_its_call_is_cancelled() {
+    use zoo_core::{CancelToken, ToolContext};
+    let dir = TempDir::new();
+    let lines: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.0.join("big.txt"), lines).unwrap();
+    let tool = tool(&dir, "read_file");
+    let args = json!({"path": "big.txt", "offset": 19_990, "limit": 5});
+    let token = CancelToken::new();
+    let ctx = ToolContext::detached("call_1", "read_file", token.clone());
+    let page = tool.call_with(args.clone(), &ctx).unwrap();
+    assert_eq!(page["lines_shown"], 5);
+    token.cancel();
+    let err = tool.call_with(args, &ctx).unwrap_err();
+    assert!(err.contains("the call was cancelled"), "{err}");
+}
+
+#[test]
+fn a_write_cancelled_while_it_was_being_confirmed_does_not_happen() {
+    use zoo_core::{CancelToken, ToolContext};
+    let dir = TempDir::new();
+    let token = CancelToken::new();
+    let stopper = token.clone();
+    let mut options = options(&dir);
+    // The host takes its time; the chat is stopped meanwhile; it says yes.
+    options.confirm = Some(std::sync::Arc::new(move |_, _| {
+        stopper.cancel();
+        true
+    }));
+    let write = builtin_tools(&["write_file"], &options).unwrap().remove(0);
+    let ctx = ToolContext::detached("call_1", "write_file", token);
+    let err = write
+        .call_with(json!({"path": "late.txt", "content": "x"}), &ctx)
+        .unwrap_err();
+    assert!(err.contains("the call was cancelled"), "{err}");
+    assert!(!dir.0.join("late.txt").exists());
+}

@@ -1,6 +1,7 @@
 //! Sub-agents on the mock: the child's answer is the tool's result, the
 //! child may call the tools it was given, the parent's stop reaches it, an
-//! empty answer has a fallback, and bad specs are typed errors.
+//! empty answer has a fallback, its steps are updates of the parent's call
+//! and its usage joins the parent's, and bad specs are typed errors.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use zoo_core::{
-    Agent, ChatOptions, Config, ErrorCode, MockBackend, MockProvider, MockReply, StopReason,
-    SubAgent, Tool,
+    Agent, ChatOptions, Config, ErrorCode, EventKind, MockBackend, MockProvider, MockReply,
+    StopReason, SubAgent, SubAgentStep, SubAgentUpdate, Tool, Usage,
 };
 
 fn child(replies: Vec<MockReply>, delay_ms: u32) -> Config {
@@ -153,4 +154,98 @@ fn bad_specs_are_typed_errors() {
         .add_subagent(spec(child(Vec::new(), 0).temperature(-1.0), Vec::new()))
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidConfig);
+}
+
+#[test]
+fn the_childs_steps_are_updates_of_the_parents_call_and_its_usage_joins_the_parents() {
+    let parent = Agent::with_backend(
+        MockBackend::with_script([delegate("weather in Oslo"), MockReply::text("Done.")]),
+        Config::default(),
+    )
+    .unwrap();
+    parent.register_tool(
+        Tool::new("weather", "Weather", json!({"type": "object"}), |_| {
+            Ok(json!("cold"))
+        })
+        .unwrap(),
+    );
+    let replies = vec![
+        MockReply::tool_call("weather", json!({})),
+        MockReply::text("It is cold in Oslo."),
+    ];
+    parent
+        .add_subagent(spec(child(replies, 0), vec!["weather".into()]))
+        .unwrap();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let options = ChatOptions::new().on_event(move |e| sink.lock().unwrap().push(e.clone()));
+    let response = parent.chat("Oslo?", options).wait().unwrap();
+    let events = events.lock().unwrap();
+
+    let updates: Vec<SubAgentUpdate> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCallUpdate { id, name, update } => {
+                assert_eq!((id.as_str(), name.as_str()), ("call_1", "researcher"));
+                Some(serde_json::from_value(update.clone()).unwrap())
+            }
+            _ => None,
+        })
+        .collect();
+    let steps: Vec<String> = updates
+        .iter()
+        .map(|u| {
+            assert_eq!(u.subagent, "researcher");
+            match &u.step {
+                SubAgentStep::TurnFinished { turn, .. } => format!("turn {turn}"),
+                SubAgentStep::ToolCallStarted { id, name } => format!("start {id} {name}"),
+                SubAgentStep::ToolCallFinished { id, name, ok, .. } => {
+                    format!("finish {id} {name} {ok}")
+                }
+            }
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "turn 1",
+            "start call_1 weather",
+            "finish call_1 weather true",
+            "turn 2"
+        ]
+    );
+    // The shape the README documents.
+    let first = serde_json::to_value(&updates[0]).unwrap();
+    assert_eq!(first["event"], "turn_finished");
+    assert_eq!(first["subagent"], "researcher");
+    assert!(first["usage"]["total_tokens"].as_u64().unwrap() > 0);
+
+    // The child's usage joins the parent's.
+    let own: u32 = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnFinished { usage, .. } => Some(usage.total_tokens),
+            _ => None,
+        })
+        .sum();
+    let child_usage: Usage =
+        serde_json::from_value(response.tool_calls[0].result.clone().unwrap()["usage"].clone())
+            .unwrap();
+    assert!(child_usage.total_tokens > 0);
+    assert_eq!(response.usage.total_tokens, own + child_usage.total_tokens);
+    assert_eq!(
+        response.usage.completion_tokens,
+        events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::TurnFinished { usage, .. } => Some(usage.completion_tokens),
+                _ => None,
+            })
+            .sum::<u32>()
+            + child_usage.completion_tokens
+    );
+    match &events.last().unwrap().kind {
+        EventKind::ChatFinished { usage, .. } => assert_eq!(*usage, response.usage),
+        other => panic!("{other:?}"),
+    }
 }
