@@ -6,10 +6,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-/// How often [`CancelToken::wait`] looks at a parent token, whose cancel
-/// does not wake a child's waiters.
-const PARENT_POLL: Duration = Duration::from_millis(10);
-
 /// A callback run once when a token is cancelled.
 type OnCancel = Box<dyn FnOnce() + Send>;
 
@@ -22,8 +18,9 @@ type OnCancel = Box<dyn FnOnce() + Send>;
 /// failed) fails the chat with [`Error::Cancelled`](crate::Error::Cancelled)
 /// and undoes the whole turn, because the host never saw it through.
 ///
-/// A [`child`](Self::child) token (each tool call has one, child of its
-/// chat's) reads as cancelled when it or its parent is.
+/// Each tool call has a token of its own, which the engine sets when the
+/// call's chat is stopped or its time limit passes, once it has finished
+/// with the call (see [`ToolContext`](crate::tools::ToolContext)).
 #[derive(Clone, Default)]
 pub struct CancelToken {
     flag: Arc<AtomicBool>,
@@ -31,7 +28,6 @@ pub struct CancelToken {
     /// Wakes [`wait`](Self::wait) and holds the callbacks of
     /// [`on_cancel`](Self::on_cancel) not run yet.
     signal: Arc<Signal>,
-    parent: Option<Arc<CancelToken>>,
 }
 
 #[derive(Default)]
@@ -44,7 +40,6 @@ impl std::fmt::Debug for CancelToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CancelToken")
             .field("cancelled", &self.is_cancelled())
-            .field("child", &self.parent.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -53,15 +48,6 @@ impl CancelToken {
     /// A fresh, unset token.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// A fresh token that also reads as cancelled once `self` is; cancelling
-    /// the child leaves `self` as it is.
-    pub fn child(&self) -> Self {
-        CancelToken {
-            parent: Some(Arc::new(self.clone())),
-            ..Self::default()
-        }
     }
 
     /// Asks the chat to stop, wakes the threads in [`wait`](Self::wait) and
@@ -85,42 +71,37 @@ impl CancelToken {
         self.cancel();
     }
 
-    /// Whether cancellation was asked for, of this token or of its parent.
+    /// Whether cancellation was asked for.
     pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::Acquire) || self.parent.as_ref().is_some_and(|p| p.is_cancelled())
+        self.flag.load(Ordering::Acquire)
     }
 
     /// Blocks until the token is cancelled or `timeout` passes (`None`:
-    /// no limit); returns whether it is cancelled. A parent's cancel is
-    /// seen within 10 ms.
+    /// no limit); returns whether it is cancelled.
     pub fn wait(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut pending = self.signal.callbacks.lock();
-        loop {
-            if self.is_cancelled() {
-                return true;
-            }
-            let mut slice = if self.parent.is_some() {
-                PARENT_POLL
-            } else {
-                Duration::from_secs(3600)
-            };
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return false;
+        while !self.is_cancelled() {
+            match deadline {
+                None => self.signal.woken.wait(&mut pending),
+                Some(deadline) => {
+                    if self
+                        .signal
+                        .woken
+                        .wait_until(&mut pending, deadline)
+                        .timed_out()
+                    {
+                        return self.is_cancelled();
+                    }
                 }
-                slice = slice.min(left);
             }
-            self.signal.woken.wait_for(&mut pending, slice);
         }
+        true
     }
 
     /// Runs `f` once when [`cancel`](Self::cancel) is called on this token,
     /// on the thread that cancels it; at once, on this thread, if the
-    /// token already reads as cancelled. A parent's cancel does not run a
-    /// child's callbacks by itself: the engine cancels each running call's
-    /// token when it sees its chat stopped.
+    /// token already is cancelled.
     pub fn on_cancel(&self, f: impl FnOnce() + Send + 'static) {
         {
             let mut pending = self.signal.callbacks.lock();
@@ -157,22 +138,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_child_sees_its_parent_and_not_the_other_way_round() {
-        let parent = CancelToken::new();
-        let child = parent.child();
-        child.cancel();
-        assert!(child.is_cancelled());
-        assert!(!parent.is_cancelled());
-        let second = parent.child();
-        parent.cancel();
-        assert!(second.is_cancelled());
-        assert!(second.wait(Some(Duration::ZERO)));
-    }
-
-    #[test]
     fn wait_wakes_on_cancel_and_times_out_otherwise() {
         let token = CancelToken::new();
         assert!(!token.wait(Some(Duration::from_millis(1))));
+        assert!(!token.wait(Some(Duration::ZERO)));
         let other = token.clone();
         let waiter = std::thread::spawn(move || other.wait(None));
         token.cancel();

@@ -204,8 +204,9 @@ fn the_tools_time_limit_kills_a_running_command_which_reports_progress_meanwhile
     assert!(dies(pid.trim()), "process {pid} outlived the call's limit");
     let progress = progress.lock().unwrap();
     assert!(
-        progress.first().is_some_and(|p| p.starts_with("running for ")
-            && p.ends_with(" bytes of output")),
+        progress
+            .first()
+            .is_some_and(|p| p.starts_with("running for ") && p.ends_with(" bytes of output")),
         "{progress:?}"
     );
 }

@@ -4,14 +4,20 @@
 //! Python and Node runners. Each failure names its scenario and step and
 //! shows what was expected beside what came back.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Message, Tool, ToolChoice, ToolOptions,
+    Agent, CancelToken, ChatOptions, Config, Error, Message, Tool, ToolChoice, ToolContext,
+    ToolOptions,
 };
+
+/// How long `wait_cancelled` and `cancel_seen` wait at most: only a broken
+/// engine waits it out.
+const SCENARIO_WAIT: Duration = Duration::from_secs(60);
 
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
@@ -95,24 +101,66 @@ fn check_error(want: Option<&Value>, error: &Error, at: &str) -> Result<(), Stri
 
 /// What a scenario tool reaches while it runs: the cancel token of the
 /// chat in flight, which a `stop` tool cancels (cancelling the chat's token
-/// is what `stop()` does), and the agent, which `steer` and `follow_up`
-/// tools send messages to.
+/// is what `stop()` does), the agent, which `steer` and `follow_up` tools
+/// send messages to, and the tools that saw their call's token set.
 #[derive(Default)]
 struct Reach {
     token: Mutex<Option<CancelToken>>,
     agent: OnceLock<Weak<Agent>>,
+    seen: (Mutex<HashSet<String>>, Condvar),
+}
+
+impl Reach {
+    fn saw_cancel(&self, tool: &str) {
+        self.seen.0.lock().unwrap().insert(tool.to_owned());
+        self.seen.1.notify_all();
+    }
+
+    /// Whether `tool` saw its token set, waiting for it a while.
+    fn cancel_seen(&self, tool: &str) -> bool {
+        let seen = self.seen.0.lock().unwrap();
+        let (seen, _) = self
+            .seen
+            .1
+            .wait_timeout_while(seen, SCENARIO_WAIT, |seen| !seen.contains(tool))
+            .unwrap();
+        seen.contains(tool)
+    }
 }
 
 type Current = Arc<Reach>;
+
+/// Makes the `report` list's reports, in order.
+fn report(behavior: &Value, ctx: &ToolContext) {
+    for report in behavior["report"].as_array().into_iter().flatten() {
+        if let Some(text) = report.get("progress").and_then(Value::as_str) {
+            ctx.progress(text);
+        }
+        if let Some(update) = report.get("update") {
+            ctx.update(update.clone());
+        }
+    }
+}
+
+/// `wait_cancelled`: waits for the call's token, notes that it was seen,
+/// and reports once more (dropped: the call has finished by then).
+fn wait_cancelled(ctx: &ToolContext, current: &Reach) -> Result<Value, String> {
+    if !ctx.wait_cancelled(Some(SCENARIO_WAIT)) {
+        return Err("the cancel token was never set".into());
+    }
+    current.saw_cancel(ctx.tool_name());
+    ctx.progress("cancelled");
+    Ok(json!({"cancelled": true}))
+}
 
 /// The handler of a scenario tool, from its `behavior`.
 fn handler(
     behavior: &Value,
     current: &Current,
-) -> impl Fn(Value) -> Result<Value, String> + Send + Sync + 'static {
+) -> impl Fn(Value, &ToolContext) -> Result<Value, String> + Send + Sync + 'static {
     let behavior = behavior.clone();
     let current = Arc::clone(current);
-    move |args: Value| {
+    move |args: Value, ctx: &ToolContext| {
         if behavior.get("stop") == Some(&Value::Bool(true)) {
             if let Some(token) = current.token.lock().unwrap().as_ref() {
                 token.cancel();
@@ -127,8 +175,15 @@ fn handler(
         {
             agent.follow_up(text);
         }
+        report(&behavior, ctx);
         if let Some(ms) = behavior.get("sleep_ms").and_then(Value::as_u64) {
             std::thread::sleep(Duration::from_millis(ms));
+        }
+        if behavior.get("wait_cancelled") == Some(&Value::Bool(true)) {
+            return wait_cancelled(ctx, &current);
+        }
+        if let Some(tool) = behavior.get("cancel_seen").and_then(Value::as_str) {
+            return Ok(json!(current.cancel_seen(tool)));
         }
         if let Some(message) = behavior.get("fail").and_then(Value::as_str) {
             return Err(message.to_string());
@@ -268,9 +323,26 @@ fn check_format(scenario: &Value) -> Result<(), String> {
                 "stop",
                 "steer",
                 "follow_up",
+                "report",
+                "wait_cancelled",
+                "cancel_seen",
             ],
             &format!("{at}.behavior"),
         )?;
+        for (i, report) in tool["behavior"]["report"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let at = format!("{at}.behavior.report.{i}");
+            check_keys(report, &["progress", "update"], &at)?;
+            if report.as_object().map_or(0, |r| r.len()) != 1 {
+                return Err(format!(
+                    "{at}: a report is {{\"progress\": text}} or {{\"update\": value}}"
+                ));
+            }
+        }
     }
     for (i, step) in scenario["steps"]
         .as_array()
@@ -371,7 +443,7 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
                 given.insert(key.into(), value.clone());
             }
         }
-        let registered = Tool::new(
+        let registered = Tool::with_context(
             name,
             tool.get("description")
                 .and_then(Value::as_str)

@@ -849,8 +849,7 @@ impl Turn<'_, '_> {
             Some(tool) => match tool.validate(&arguments) {
                 Err(error) => Launch::Settled(Err(error)),
                 Ok(()) => Launch::Running(
-                    self.runner
-                        .start(lane, &call.id, &tool, arguments, self.cancel),
+                    self.runner.start(lane, &call.id, &tool, arguments),
                     tool.time_limit(),
                 ),
             },

@@ -14,14 +14,14 @@
 //! return; the agent's shutdown waits for that, so no handler runs after the
 //! agent is freed.
 //!
-//! Each call has its own [`ToolContext`] with a cancel token, child of the
-//! chat's. While the inference thread waits, it drains the reports of
-//! every call still running and hands them over to become events; a report
-//! or a result wakes it at once (the runner's doorbell). When a call ends
-//! its last reports are drained and its context closed, and only then, if
-//! it was cut short by a stop or its time limit, its token is set: so
-//! whatever a handler reports once it sees its token is dropped, never an
-//! event after `tool_call_finished`.
+//! Each call has its own [`ToolContext`] with a cancel token of its own.
+//! While the inference thread waits, it drains the reports of every call
+//! still running and hands them over to become events; a report or a
+//! result wakes it at once (the runner's doorbell). When a call ends its
+//! last reports are drained and its context closed, and only then, if it
+//! was cut short by the chat's stop (seen within a poll, 5 ms) or its time
+//! limit, its token is set: so whatever a handler reports once it sees its
+//! token is dropped, never an event after `tool_call_finished`.
 
 use std::sync::mpsc::{
     channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError,
@@ -102,18 +102,18 @@ impl ToolRunner {
     }
 
     /// Hands the call `id` to lane `lane` (modulo [`MAX_LANES`]) with a
-    /// context whose token is a child of the chat's `cancel`, and returns
-    /// at once.
+    /// context of its own, and returns at once. The call's token is set by
+    /// [`wait`](Self::wait) when the chat's is, or when its limit passes.
     pub(crate) fn start(
         &mut self,
         lane: usize,
         id: &str,
         tool: &Tool,
         arguments: Value,
-        cancel: &CancelToken,
     ) -> Pending {
         let started = Instant::now();
-        let context = ToolContext::new(id, tool.name(), cancel.child(), self.doorbell.0.clone());
+        let context =
+            ToolContext::new(id, tool.name(), CancelToken::new(), self.doorbell.0.clone());
         let (reply, result) = sync_channel(1);
         let job = ToolJob {
             tool: tool.clone(),

@@ -76,11 +76,11 @@ struct Call {
 /// while the call runs. Cheap to clone; every clone is the same call. Any
 /// thread may use it.
 ///
-/// The cancel token is the call's own, a child of the chat's: it is set
-/// when the chat is stopped and when the tool's `timeout_ms` passes. A
-/// handler that can take long should look at it (or
-/// [`wait_cancelled`](Self::wait_cancelled)) and return early: its result
-/// is discarded anyway.
+/// The cancel token is the call's own: the engine sets it when the chat is
+/// stopped (within 5 ms) and when the tool's `timeout_ms` passes, once it
+/// has finished with the call. A handler that can take long should look at
+/// it (or [`wait_cancelled`](Self::wait_cancelled)) and return early: its
+/// result is discarded, and so is anything it reports from then on.
 #[derive(Clone)]
 pub struct ToolContext {
     call: Arc<Call>,
