@@ -168,6 +168,13 @@ typedef struct zoo_model zoo_model;
 typedef struct zoo_session_store zoo_session_store;
 
 /**
+ * The context of one tool call (opaque; only valid during the handler
+ * call it is passed to): its id, its cancel token (set when the chat is
+ * stopped or the tool's `timeout_ms` passes) and its progress reports.
+ */
+typedef struct zoo_tool_context zoo_tool_context;
+
+/**
  * Where a tool handler puts its outcome (opaque; only valid during the call).
  */
 typedef struct zoo_tool_result zoo_tool_result;
@@ -393,7 +400,9 @@ typedef bool (*zoo_progress_fn)(void *user_data,
  * returning; `result` is valid only during the call. A stop does not wait
  * for a handler: the chat ends as `cancelled` and the handler finishes in
  * the background, its outcome discarded; the agent's next handler call
- * waits for it, and `zoo_agent_free` waits for it too.
+ * waits for it, and `zoo_agent_free` waits for it too. A handler that can
+ * take long should be registered with a context
+ * (`zoo_agent_register_tool_with_context`) and watch its cancel token.
  */
 typedef void (*zoo_tool_fn)(void *user_data,
                             const char *arguments_json,
@@ -415,11 +424,26 @@ typedef struct zoo_tool_options {
    * Milliseconds a call may take; one still running after that is
    * answered with the tool error "tool `name` failed: it did not finish
    * within N ms" and the chat goes on (the handler finishes in the
-   * background, its result discarded). 0 is no limit; a negative value
-   * is `ZOO_INVALID_ARGUMENT`.
+   * background, its result discarded; a handler with a context sees its
+   * cancel token set). 0 is no limit; a negative value is
+   * `ZOO_INVALID_ARGUMENT`.
    */
   int64_t timeout_ms;
 } zoo_tool_options;
+
+/**
+ * A tool handler that takes its call's context: as `zoo_tool_fn`, with
+ * `context`, valid only during the call (from any thread while the
+ * handler runs; never after it returns). Read it with
+ * `zoo_tool_context_call_id`, `zoo_tool_context_is_cancelled` and
+ * `zoo_tool_context_wait_cancelled`; report with
+ * `zoo_tool_context_update_json` and `zoo_tool_context_progress`.
+ */
+typedef void (*zoo_tool_context_fn)(void *user_data,
+                                    const char *arguments_json,
+                                    size_t arguments_len,
+                                    const struct zoo_tool_context *context,
+                                    struct zoo_tool_result *result);
 
 #ifdef __cplusplus
 extern "C" {
@@ -989,6 +1013,22 @@ enum zoo_status zoo_agent_register_tool_with_options(const struct zoo_agent *age
                                                      char **out_error);
 
 /**
+ * Registers a tool written in C whose handler also takes its call's
+ * context (`zoo_tool_context_fn`), otherwise as
+ * `zoo_agent_register_tool_with_options` (`options` may be NULL), with the
+ * same errors.
+ */
+enum zoo_status zoo_agent_register_tool_with_context(const struct zoo_agent *agent,
+                                                     const char *name,
+                                                     const char *description,
+                                                     const char *schema_json,
+                                                     const struct zoo_tool_options *options,
+                                                     zoo_tool_context_fn handler,
+                                                     void *user_data,
+                                                     zoo_free_fn free_user_data,
+                                                     char **out_error);
+
+/**
  * Removes a tool. `*out_removed` (may be NULL) tells whether it existed.
  */
 enum zoo_status zoo_agent_unregister_tool(const struct zoo_agent *agent,
@@ -1013,6 +1053,59 @@ enum zoo_status zoo_tool_result_set_json(struct zoo_tool_result *result,
  */
 enum zoo_status zoo_tool_result_set_error(struct zoo_tool_result *result,
                                           const char *message,
+                                          char **out_error);
+
+/**
+ * Writes the call's id (`call_1`, ...) to `*out_call_id`: a NUL-terminated
+ * string owned by the context, valid as long as the context (during the
+ * handler call). Returns `ZOO_INVALID_ARGUMENT` for a NULL argument.
+ */
+enum zoo_status zoo_tool_context_call_id(const struct zoo_tool_context *context,
+                                         const char **out_call_id,
+                                         char **out_error);
+
+/**
+ * Writes whether the call is cancelled to `*out_cancelled`: the chat was
+ * stopped or the tool's `timeout_ms` passed. Its result is then discarded,
+ * and reports made from then on are dropped: return early.
+ */
+enum zoo_status zoo_tool_context_is_cancelled(const struct zoo_tool_context *context,
+                                              bool *out_cancelled,
+                                              char **out_error);
+
+/**
+ * Blocks until the call is cancelled or `timeout_ms` milliseconds pass (0
+ * looks without waiting) and writes whether it is cancelled to
+ * `*out_cancelled`. Returns `ZOO_INVALID_ARGUMENT` for a NULL argument or
+ * a negative `timeout_ms`.
+ */
+enum zoo_status zoo_tool_context_wait_cancelled(const struct zoo_tool_context *context,
+                                                int64_t timeout_ms,
+                                                bool *out_cancelled,
+                                                char **out_error);
+
+/**
+ * Reports a partial result (`json`, any JSON value) as a
+ * `tool_call_update` event of the call. `*out_accepted` (may be NULL)
+ * tells whether it was taken: false once the call has finished, when the
+ * report is dropped. Returns `ZOO_INVALID_JSON` if `json` does not parse,
+ * `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
+ */
+enum zoo_status zoo_tool_context_update_json(const struct zoo_tool_context *context,
+                                             const char *json,
+                                             bool *out_accepted,
+                                             char **out_error);
+
+/**
+ * Reports progress in words (`text`, UTF-8) as a `tool_call_progress`
+ * event of the call. `*out_accepted` (may be NULL) tells whether it was
+ * taken: false once the call has finished, when the report is dropped.
+ * Returns `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
+ * UTF-8.
+ */
+enum zoo_status zoo_tool_context_progress(const struct zoo_tool_context *context,
+                                          const char *text,
+                                          bool *out_accepted,
                                           char **out_error);
 
 #ifdef __cplusplus

@@ -460,16 +460,19 @@ inline zoo_chat_options c_options(const ChatOptions &o) {
     return c;
 }
 
+/* Sends a tool's JSON text as its result, or as a JSON string if it is not JSON. */
+inline void set_tool_result(zoo_tool_result *result, const std::string &out) noexcept {
+    if (zoo_tool_result_set_json(result, out.c_str(), nullptr) == ZOO_OK) return;
+    if (zoo_tool_result_set_json(result, json_quote(out).c_str(), nullptr) == ZOO_OK) return;
+    zoo_tool_result_set_error(result, "the tool returned text that is not UTF-8", nullptr);
+}
+
 /* Calls a tool; never lets an exception out. */
 inline void call_tool(void *user_data, const char *args, size_t len,
                       zoo_tool_result *result) noexcept {
     try {
         const ToolFn &fn = *static_cast<const ToolFn *>(user_data);
-        std::string out = fn(std::string(args, len));
-        if (zoo_tool_result_set_json(result, out.c_str(), nullptr) == ZOO_OK) return;
-        // Not JSON: send the text as a JSON string.
-        if (zoo_tool_result_set_json(result, json_quote(out).c_str(), nullptr) == ZOO_OK) return;
-        zoo_tool_result_set_error(result, "the tool returned text that is not UTF-8", nullptr);
+        set_tool_result(result, fn(std::string(args, len)));
     } catch (const std::exception &e) {
         if (zoo_tool_result_set_error(result, e.what(), nullptr) != ZOO_OK)
             zoo_tool_result_set_error(result, "the tool threw an exception", nullptr);
@@ -494,6 +497,90 @@ struct ProgressState {
         }
     }
 };
+
+} // namespace detail
+
+/* ---- tool contexts ---- */
+
+/** The context of one tool call (zoo_tool_context): a view valid only
+ *  while the tool runs. Its cancel token is set when the chat is stopped or
+ *  the tool's timeout_ms passes; from then on the result is discarded and
+ *  reports are dropped. update() and progress() become the chat's
+ *  tool_call_update and tool_call_progress events; each returns whether the
+ *  report was taken (false once the call has finished). */
+class ToolContext {
+public:
+    explicit ToolContext(const zoo_tool_context *context) noexcept : c_(context) {}
+
+    /** The call's id ("call_1", ...). */
+    std::string call_id() const {
+        const char *id = nullptr;
+        detail::LibString err;
+        detail::check(zoo_tool_context_call_id(c_, &id, err.out()), err);
+        return id;
+    }
+
+    /** Whether the call is cancelled (the chat's stop, the tool's timeout). */
+    bool cancelled() const {
+        bool cancelled = false;
+        detail::LibString err;
+        detail::check(zoo_tool_context_is_cancelled(c_, &cancelled, err.out()), err);
+        return cancelled;
+    }
+
+    /** Blocks until the call is cancelled or `timeout` passes; whether it is. */
+    bool wait_cancelled(std::chrono::milliseconds timeout) const {
+        bool cancelled = false;
+        detail::LibString err;
+        detail::check(zoo_tool_context_wait_cancelled(c_, static_cast<int64_t>(timeout.count()),
+                                                      &cancelled, err.out()),
+                      err);
+        return cancelled;
+    }
+
+    /** Reports a partial result (JSON text); throws zoo::Error if it is not JSON. */
+    bool update(const std::string &json) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_tool_context_update_json(c_, json.c_str(), &accepted, err.out()), err);
+        return accepted;
+    }
+
+    /** Reports progress in words. */
+    bool progress(const std::string &text) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_tool_context_progress(c_, text.c_str(), &accepted, err.out()), err);
+        return accepted;
+    }
+
+private:
+    const zoo_tool_context *c_;
+};
+
+/** A tool that also takes its call's context; otherwise as ToolFn. */
+using ContextToolFn =
+    std::function<std::string(const std::string &arguments_json, const ToolContext &context)>;
+
+namespace detail {
+
+/* Calls a tool with its context; never lets an exception out. */
+inline void call_context_tool(void *user_data, const char *args, size_t len,
+                              const zoo_tool_context *context, zoo_tool_result *result) noexcept {
+    try {
+        const ContextToolFn &fn = *static_cast<const ContextToolFn *>(user_data);
+        set_tool_result(result, fn(std::string(args, len), ToolContext(context)));
+    } catch (const std::exception &e) {
+        if (zoo_tool_result_set_error(result, e.what(), nullptr) != ZOO_OK)
+            zoo_tool_result_set_error(result, "the tool threw an exception", nullptr);
+    } catch (...) {
+        zoo_tool_result_set_error(result, "the tool threw an exception", nullptr);
+    }
+}
+
+inline void free_context_tool(void *user_data) noexcept {
+    delete static_cast<ContextToolFn *>(user_data);
+}
 
 } // namespace detail
 
@@ -762,6 +849,21 @@ public:
         detail::check(zoo_agent_register_tool_with_options(
                           a_, name.c_str(), description.c_str(), schema_json.c_str(), &copts,
                           &detail::call_tool, data, &detail::free_tool, err.out()),
+                      err);
+    }
+
+    /** Registers a tool whose function also takes its call's ToolContext
+     *  (the call id, its cancel token, progress reports); otherwise as
+     *  register_tool. Throws zoo::Error. */
+    void register_tool_with_context(const std::string &name, const std::string &description,
+                                    const std::string &schema_json, ContextToolFn fn,
+                                    const ToolOptions &options = {}) const {
+        detail::LibString err;
+        zoo_tool_options copts{options.exclusive, options.timeout_ms};
+        auto *data = new ContextToolFn(std::move(fn));
+        detail::check(zoo_agent_register_tool_with_context(
+                          a_, name.c_str(), description.c_str(), schema_json.c_str(), &copts,
+                          &detail::call_context_tool, data, &detail::free_context_tool, err.out()),
                       err);
     }
 

@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,12 +245,53 @@ static bool check_outcome(jv want, zoo_status status, const char *error, const c
 
 /* ---- tools ---- */
 
+/* How long `wait_cancelled` and `cancel_seen` wait at most (ms). */
+#define SCENARIO_WAIT_MS 60000
+
+/* The tools that saw their call's cancel token set (`cancel_seen`). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    char names[16][65];
+    int count;
+} seen = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0}}, 0};
+
+static bool seen_has(const char *name) {
+    for (int i = 0; i < seen.count; i++)
+        if (strcmp(seen.names[i], name) == 0) return true;
+    return false;
+}
+
+static void saw_cancel(const char *name) {
+    pthread_mutex_lock(&seen.lock);
+    if (!seen_has(name) && seen.count < 16) snprintf(seen.names[seen.count++], 65, "%s", name);
+    pthread_cond_broadcast(&seen.changed);
+    pthread_mutex_unlock(&seen.lock);
+}
+
+/* Whether `name` saw its token set, waiting for it a while. */
+static bool cancel_seen(const char *name) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += SCENARIO_WAIT_MS / 1000;
+    pthread_mutex_lock(&seen.lock);
+    int rc = 0;
+    while (!seen_has(name) && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&seen.changed, &seen.lock, &until);
+    bool found = seen_has(name);
+    pthread_mutex_unlock(&seen.lock);
+    return found;
+}
+
 typedef struct {
     const zoo_agent *agent; /* for `stop`, `steer` and `follow_up` */
+    char *name;
     bool stop;
     char *steer;     /* sent with zoo_agent_steer, or NULL */
     char *follow_up; /* queued with zoo_agent_follow_up, or NULL */
+    char *report;    /* the `report` list's JSON text, or NULL */
     long sleep_ms;
+    bool wait_cancelled;
+    char *cancel_seen; /* the tool asked about, or NULL */
     bool echo;
     char *fail;   /* decoded message, or NULL */
     char *result; /* JSON text to return */
@@ -256,24 +299,59 @@ typedef struct {
 
 static void free_behavior(void *user_data) {
     behavior *b = user_data;
+    free(b->name);
     free(b->fail);
     free(b->result);
     free(b->steer);
     free(b->follow_up);
+    free(b->report);
+    free(b->cancel_seen);
     free(b);
 }
 
-static void run_tool(void *user_data, const char *args, size_t len, zoo_tool_result *result) {
+/* Makes the `report` list's reports through the call's context, in order. */
+static void report(const char *list, const zoo_tool_context *context) {
+    jv reports = jv_of(list);
+    for (long i = 0; i < jv_len(reports); i++) {
+        jv item = jv_at(reports, (size_t)i);
+        char *text = jv_str(jv_get(item, "progress"));
+        if (text) zoo_tool_context_progress(context, text, NULL, NULL);
+        free(text);
+        jv update = jv_get(item, "update");
+        if (jv_ok(update)) {
+            char *json = jv_text(update);
+            zoo_tool_context_update_json(context, json, NULL, NULL);
+            free(json);
+        }
+    }
+}
+
+static void run_tool(void *user_data, const char *args, size_t len, const zoo_tool_context *context,
+                     zoo_tool_result *result) {
     (void)len;
     behavior *b = user_data;
     if (b->stop) zoo_agent_stop(b->agent);
     if (b->steer) zoo_agent_steer(b->agent, b->steer, NULL);
     if (b->follow_up) zoo_agent_follow_up(b->agent, b->follow_up, NULL);
+    if (b->report) report(b->report, context);
     if (b->sleep_ms > 0) {
         struct timespec ts = {b->sleep_ms / 1000, (b->sleep_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (b->fail) zoo_tool_result_set_error(result, b->fail, NULL);
+    if (b->wait_cancelled) {
+        bool cancelled = false;
+        zoo_tool_context_wait_cancelled(context, SCENARIO_WAIT_MS, &cancelled, NULL);
+        if (!cancelled) {
+            zoo_tool_result_set_error(result, "the cancel token was never set", NULL);
+            return;
+        }
+        saw_cancel(b->name);
+        zoo_tool_context_progress(context, "cancelled", NULL, NULL);
+        zoo_tool_result_set_json(result, "{\"cancelled\": true}", NULL);
+        return;
+    }
+    if (b->cancel_seen) zoo_tool_result_set_json(result, cancel_seen(b->cancel_seen) ? "true" : "false", NULL);
+    else if (b->fail) zoo_tool_result_set_error(result, b->fail, NULL);
     else if (b->echo) zoo_tool_result_set_json(result, args, NULL);
     else zoo_tool_result_set_json(result, b->result ? b->result : "null", NULL);
 }
@@ -289,6 +367,11 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     b->fail = jv_str(jv_get(how, "fail"));
     b->steer = jv_str(jv_get(how, "steer"));
     b->follow_up = jv_str(jv_get(how, "follow_up"));
+    jv reports = jv_get(how, "report");
+    if (jv_ok(reports)) b->report = jv_text(reports);
+    b->wait_cancelled = jv_kind(jv_get(how, "wait_cancelled")) == 't';
+    b->cancel_seen = jv_str(jv_get(how, "cancel_seen"));
+    b->name = jv_str(jv_get(tool, "name"));
     jv ret = jv_get(how, "return");
     if (jv_ok(ret)) b->result = jv_text(ret);
     char *name = jv_str(jv_get(tool, "name"));
@@ -301,7 +384,7 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     jv timeout = jv_get(tool, "timeout_ms");
     if (jv_ok(timeout)) options.timeout_ms = (int64_t)jv_num(timeout);
     char *err = NULL;
-    zoo_status status = zoo_agent_register_tool_with_options(
+    zoo_status status = zoo_agent_register_tool_with_context(
         agent, name, description ? description : "", schema ? schema : "{\"type\":\"object\"}",
         &options, run_tool, b, free_behavior, &err);
     char at[128];
@@ -493,6 +576,9 @@ static char *scenario_config(jv scenario) {
 }
 
 static bool run_scenario(jv scenario) {
+    pthread_mutex_lock(&seen.lock);
+    seen.count = 0;
+    pthread_mutex_unlock(&seen.lock);
     char *config_json = scenario_config(scenario);
     zoo_agent *agent = NULL;
     char *err = NULL;

@@ -60,6 +60,9 @@
     X(runtime_steer_from_a_thread, 15)       \
     X(runtime_follow_up_and_limits, 15)      \
     X(runtime_ids_and_arguments, 10)         \
+    /* test_tool_context.c */                \
+    X(tool_context_reports_and_arguments, 10) \
+    X(tool_context_timeout_sets_token, 20)   \
     /* test_hooks.c */                        \
     X(hooks_rejecting_filter, 10)            \
     X(hooks_deny_rewrite_replace, 10)        \

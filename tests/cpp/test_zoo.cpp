@@ -397,6 +397,46 @@ TEST(tool_options_time_limit, 20) {
     CHECK_EQ(at(r, "tool_errors.0.kind"), "tool_handler_failed");
 }
 
+TEST(tool_context_reports_and_timeout, 20) {
+    zoo::Agent agent = zoo::Agent::mock(replies({CALL_PARIS, "Gave up."}));
+    struct Seen {
+        std::atomic<bool> done{false}, cancelled{false}, late_taken{true};
+        std::string call_id;
+    };
+    auto seen = std::make_shared<Seen>();
+    zoo::ToolOptions options;
+    options.timeout_ms = 1000;
+    agent.register_tool_with_context(
+        "get_weather", "Current weather", WEATHER_SCHEMA,
+        [seen](const std::string &, const zoo::ToolContext &ctx) -> std::string {
+            seen->call_id = ctx.call_id();
+            ctx.progress("asking the weather service");
+            ctx.update(R"({"sky": "unknown"})");
+            bool cancelled = ctx.wait_cancelled(std::chrono::seconds(30));
+            seen->late_taken = ctx.progress("too late");
+            seen->cancelled = cancelled;
+            seen->done = true;
+            return "ignored";
+        },
+        options);
+    std::vector<std::string> events;
+    zoo::ChatOptions opts;
+    opts.on_event = [&](std::string_view e) { events.push_back(at(std::string(e), "type")); };
+    std::string r = agent.chat("weather?", opts);
+    CHECK_EQ(at(r, "tool_calls.0.error"),
+             "tool `get_weather` failed: it did not finish within 1000 ms");
+    std::vector<std::string> want = {"chat_started",       "turn_started",       "turn_finished",
+                                     "tool_call_started",  "tool_call_progress", "tool_call_update",
+                                     "tool_call_finished", "tool_error",         "turn_started",
+                                     "turn_finished",      "chat_finished"};
+    CHECK(events == want);
+    for (int i = 0; i < 3000 && !seen->done; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(seen->done);
+    CHECK(seen->cancelled);
+    CHECK(!seen->late_taken);
+    CHECK_EQ(seen->call_id, "call_1");
+}
+
 TEST(tool_function_destroyed_exactly_once, 10) {
     auto token = std::make_shared<int>(0);
     {

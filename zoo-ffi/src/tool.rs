@@ -1,15 +1,20 @@
 //! Tools written in C: a handler with `user_data`, and the setters through
 //! which it returns a result or an error (so no memory crosses allocators).
+//! A handler registered with `zoo_agent_register_tool_with_context` also
+//! gets its call's context: the call id, its cancel token, and progress
+//! reports that become the chat's `tool_call_update` and
+//! `tool_call_progress` events.
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use zoo_core::tools::registry::handler_not_callable;
-use zoo_core::{Error, Tool, ToolOptions};
+use zoo_core::{Error, Tool, ToolContext, ToolOptions};
 
 use crate::agent::zoo_agent;
-use crate::boundary::{guard, handle_arg, str_arg, FfiResult};
+use crate::boundary::{guard, handle_arg, out_arg, str_arg, FfiResult};
 use crate::model::SendPtr;
 use crate::status::zoo_status;
 
@@ -29,7 +34,9 @@ pub type zoo_free_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 /// returning; `result` is valid only during the call. A stop does not wait
 /// for a handler: the chat ends as `cancelled` and the handler finishes in
 /// the background, its outcome discarded; the agent's next handler call
-/// waits for it, and `zoo_agent_free` waits for it too.
+/// waits for it, and `zoo_agent_free` waits for it too. A handler that can
+/// take long should be registered with a context
+/// (`zoo_agent_register_tool_with_context`) and watch its cancel token.
 pub type zoo_tool_fn = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -39,9 +46,34 @@ pub type zoo_tool_fn = Option<
     ),
 >;
 
+/// A tool handler that takes its call's context: as `zoo_tool_fn`, with
+/// `context`, valid only during the call (from any thread while the
+/// handler runs; never after it returns). Read it with
+/// `zoo_tool_context_call_id`, `zoo_tool_context_is_cancelled` and
+/// `zoo_tool_context_wait_cancelled`; report with
+/// `zoo_tool_context_update_json` and `zoo_tool_context_progress`.
+pub type zoo_tool_context_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        arguments_json: *const c_char,
+        arguments_len: usize,
+        context: *const zoo_tool_context,
+        result: *mut zoo_tool_result,
+    ),
+>;
+
 /// Where a tool handler puts its outcome (opaque; only valid during the call).
 pub struct zoo_tool_result {
     outcome: Option<Result<Value, String>>,
+}
+
+/// The context of one tool call (opaque; only valid during the handler
+/// call it is passed to): its id, its cancel token (set when the chat is
+/// stopped or the tool's `timeout_ms` passes) and its progress reports.
+pub struct zoo_tool_context {
+    context: ToolContext,
+    /// The call id, NUL-terminated for `zoo_tool_context_call_id`.
+    call_id: CString,
 }
 
 /// A caller's `user_data` with its finalizer: the finalizer runs when the
@@ -85,8 +117,9 @@ pub struct zoo_tool_options {
     /// Milliseconds a call may take; one still running after that is
     /// answered with the tool error "tool `name` failed: it did not finish
     /// within N ms" and the chat goes on (the handler finishes in the
-    /// background, its result discarded). 0 is no limit; a negative value
-    /// is `ZOO_INVALID_ARGUMENT`.
+    /// background, its result discarded; a handler with a context sees its
+    /// cancel token set). 0 is no limit; a negative value is
+    /// `ZOO_INVALID_ARGUMENT`.
     pub timeout_ms: i64,
 }
 
@@ -156,36 +189,90 @@ pub extern "C" fn zoo_agent_register_tool_with_options(
         let schema: Value = serde_json::from_str(str_arg(schema_json, "schema_json")?)
             .map_err(|e| Error::InvalidJson(format!("schema_json: {e}")))?;
         let tool = Tool::new(name, description, schema, move |arguments| {
-            call_handler(handler, &data, &arguments)
+            call_handler(&arguments, |json, len, result| {
+                // SAFETY: the caller's handler with its own user_data; the
+                // arguments and the result slot live until it returns, as
+                // documented.
+                unsafe { handler(data.ptr(), json, len, result) }
+            })
         })?;
-        // Checked after the name, so that an error names a valid tool.
-        // SAFETY: NULL or the caller's struct, read during this call only.
-        let options = match unsafe { options.as_ref() } {
-            None => ToolOptions::default(),
-            Some(options) => ToolOptions {
-                exclusive: options.exclusive,
-                timeout: ToolOptions::timeout_ms(name, options.timeout_ms)?,
-            },
-        };
-        let tool = tool.with_options(options);
-        agent.agent.register_tool(tool);
-        Ok(())
+        register(agent, tool, options)
     })
 }
 
+/// Registers a tool written in C whose handler also takes its call's
+/// context (`zoo_tool_context_fn`), otherwise as
+/// `zoo_agent_register_tool_with_options` (`options` may be NULL), with the
+/// same errors.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn zoo_agent_register_tool_with_context(
+    agent: *const zoo_agent,
+    name: *const c_char,
+    description: *const c_char,
+    schema_json: *const c_char,
+    options: *const zoo_tool_options,
+    handler: zoo_tool_context_fn,
+    user_data: *mut c_void,
+    free_user_data: zoo_free_fn,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    let data = UserData::new(user_data, free_user_data);
+    guard(out_error, move || {
+        let agent = handle_arg(agent, "agent")?;
+        let name = str_arg(name, "name")?;
+        let handler = handler.ok_or_else(|| handler_not_callable(name, "NULL"))?;
+        let description = str_arg(description, "description")?;
+        let schema: Value = serde_json::from_str(str_arg(schema_json, "schema_json")?)
+            .map_err(|e| Error::InvalidJson(format!("schema_json: {e}")))?;
+        let tool = Tool::with_context(name, description, schema, move |arguments, context| {
+            // The id of a call the engine made is `call_N`: never a NUL.
+            let call_id = CString::new(context.call_id()).unwrap_or_default();
+            let context = zoo_tool_context {
+                context: context.clone(),
+                call_id,
+            };
+            call_handler(&arguments, |json, len, result| {
+                // SAFETY: as in `zoo_agent_register_tool_with_options`; the
+                // context also lives until the handler returns.
+                unsafe { handler(data.ptr(), json, len, &context, result) }
+            })
+        })?;
+        register(agent, tool, options)
+    })
+}
+
+/// Adds the options to `tool` and registers it.
+fn register(
+    agent: &zoo_agent,
+    tool: Tool,
+    options: *const zoo_tool_options,
+) -> FfiResult<()> {
+    // Checked after the name, so that an error names a valid tool.
+    // SAFETY: NULL or the caller's struct, read during this call only.
+    let options = match unsafe { options.as_ref() } {
+        None => ToolOptions::default(),
+        Some(options) => ToolOptions {
+            exclusive: options.exclusive,
+            timeout: ToolOptions::timeout_ms(tool.name(), options.timeout_ms)?,
+        },
+    };
+    agent.agent.register_tool(tool.with_options(options));
+    Ok(())
+}
+
+/// Runs a C handler through `invoke` (which calls it with the arguments'
+/// JSON, its length and the result slot) and reads its outcome.
 fn call_handler(
-    handler: unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut zoo_tool_result),
-    data: &UserData,
     arguments: &Value,
+    invoke: impl FnOnce(*const c_char, usize, *mut zoo_tool_result),
 ) -> Result<Value, String> {
     let json = arguments.to_string();
     let len = json.len();
     // JSON text from serde never holds a raw NUL (it would be escaped).
     let json = CString::new(json).map_err(|e| e.to_string())?;
     let mut result = zoo_tool_result { outcome: None };
-    // SAFETY: the caller's handler with its own user_data; the arguments and
-    // the result slot live until it returns, as documented.
-    unsafe { handler(data.ptr(), json.as_ptr(), len, &mut result) };
+    invoke(json.as_ptr(), len, &mut result);
     result
         .outcome
         .unwrap_or_else(|| Err("the tool handler returned without setting a result".into()))
@@ -253,5 +340,114 @@ pub extern "C" fn zoo_tool_result_set_error(
     guard(out_error, || {
         let message = str_arg(message, "message").map(|m| Err(m.to_string()));
         set_outcome(result, message)
+    })
+}
+
+fn context_arg<'a>(context: *const zoo_tool_context) -> FfiResult<&'a zoo_tool_context> {
+    handle_arg(context, "context")
+}
+
+/// Writes `accepted` to `out_accepted` when it is not NULL.
+fn write_accepted(out_accepted: *mut bool, accepted: bool) {
+    if !out_accepted.is_null() {
+        // SAFETY: non-NULL, pointing to the caller's bool.
+        unsafe { *out_accepted = accepted };
+    }
+}
+
+/// Writes the call's id (`call_1`, ...) to `*out_call_id`: a NUL-terminated
+/// string owned by the context, valid as long as the context (during the
+/// handler call). Returns `ZOO_INVALID_ARGUMENT` for a NULL argument.
+#[no_mangle]
+pub extern "C" fn zoo_tool_context_call_id(
+    context: *const zoo_tool_context,
+    out_call_id: *mut *const c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_call_id, "out_call_id")?;
+        out.write(context_arg(context)?.call_id.as_ptr());
+        Ok(())
+    })
+}
+
+/// Writes whether the call is cancelled to `*out_cancelled`: the chat was
+/// stopped or the tool's `timeout_ms` passed. Its result is then discarded,
+/// and reports made from then on are dropped: return early.
+#[no_mangle]
+pub extern "C" fn zoo_tool_context_is_cancelled(
+    context: *const zoo_tool_context,
+    out_cancelled: *mut bool,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_cancelled, "out_cancelled")?;
+        out.write(context_arg(context)?.context.is_cancelled());
+        Ok(())
+    })
+}
+
+/// Blocks until the call is cancelled or `timeout_ms` milliseconds pass (0
+/// looks without waiting) and writes whether it is cancelled to
+/// `*out_cancelled`. Returns `ZOO_INVALID_ARGUMENT` for a NULL argument or
+/// a negative `timeout_ms`.
+#[no_mangle]
+pub extern "C" fn zoo_tool_context_wait_cancelled(
+    context: *const zoo_tool_context,
+    timeout_ms: i64,
+    out_cancelled: *mut bool,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_cancelled, "out_cancelled")?;
+        let context = context_arg(context)?;
+        let timeout = u64::try_from(timeout_ms).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "`timeout_ms` must be 0 or more milliseconds, got {timeout_ms}"
+            ))
+        })?;
+        out.write(context.context.wait_cancelled(Some(Duration::from_millis(timeout))));
+        Ok(())
+    })
+}
+
+/// Reports a partial result (`json`, any JSON value) as a
+/// `tool_call_update` event of the call. `*out_accepted` (may be NULL)
+/// tells whether it was taken: false once the call has finished, when the
+/// report is dropped. Returns `ZOO_INVALID_JSON` if `json` does not parse,
+/// `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
+#[no_mangle]
+pub extern "C" fn zoo_tool_context_update_json(
+    context: *const zoo_tool_context,
+    json: *const c_char,
+    out_accepted: *mut bool,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let context = context_arg(context)?;
+        let update: Value = serde_json::from_str(str_arg(json, "json")?)
+            .map_err(|e| Error::InvalidJson(format!("tool update: {e}")))?;
+        write_accepted(out_accepted, context.context.update(update));
+        Ok(())
+    })
+}
+
+/// Reports progress in words (`text`, UTF-8) as a `tool_call_progress`
+/// event of the call. `*out_accepted` (may be NULL) tells whether it was
+/// taken: false once the call has finished, when the report is dropped.
+/// Returns `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
+/// UTF-8.
+#[no_mangle]
+pub extern "C" fn zoo_tool_context_progress(
+    context: *const zoo_tool_context,
+    text: *const c_char,
+    out_accepted: *mut bool,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let context = context_arg(context)?;
+        let text = str_arg(text, "text")?;
+        write_accepted(out_accepted, context.context.progress(text));
+        Ok(())
     })
 }
