@@ -9,6 +9,10 @@
             return f"17 degrees in {city}"
 
         print(agent.chat("Weather in Paris?", tool_choice="required").text)
+
+A tool that takes long can ask for its call's `ToolContext` (a parameter
+annotated `ToolContext`): its id, whether it was cancelled, and progress
+reports that become events.
 """
 
 from ._agent import Agent, ChatStream, Model
@@ -39,6 +43,7 @@ from ._native import (
 from ._response import Event, Metrics, Response, Token, ToolCallRecord, ToolErrorRecord, Usage
 from ._schema import function_schema
 from ._session import SessionStore
+from ._tool_context import ToolContext
 
 __all__ = [
     "Agent",
@@ -69,6 +74,7 @@ __all__ = [
     "Rewrite",
     "Token",
     "ToolCall",
+    "ToolContext",
     "ToolCallRecord",
     "ToolErrorRecord",
     "ToolHandlerError",

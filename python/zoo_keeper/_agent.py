@@ -18,7 +18,8 @@ from ._mcp import McpServerInfo, transport_json
 from ._hooks import _HookMethods
 from ._native import InvalidArgumentError
 from ._response import Event, Response, Token
-from ._schema import convert_arguments, function_schema
+from ._schema import context_parameter, convert_arguments, function_schema
+from ._tool_context import ToolContext
 
 # A tool function, returned unchanged by the `tool` decorator.
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -196,13 +197,21 @@ class Agent(_HookMethods):
         milliseconds is a tool error the model reads ("tool `name` failed: it
         did not finish within N ms") and the chat goes on; the function
         finishes in the background, its result discarded. None or 0 is no
-        limit. A bad value raises `InvalidArgumentError`."""
-        runner = self._async_tools
+        limit. A bad value raises `InvalidArgumentError`.
 
-        def call(arguments_json: str) -> str:
+        A parameter annotated `ToolContext` receives the call's context (its
+        id, `cancelled`, `update()` and `progress()`; see
+        `zoo_keeper.ToolContext`), also for `async def` tools; the timeout
+        and the chat's stop set its `cancelled`."""
+        runner = self._async_tools
+        context_name = context_parameter(fn) if callable(fn) else None
+
+        def call(arguments_json: str, context: Optional[_native.NativeToolContext] = None) -> str:
             arguments = json.loads(arguments_json)
             if _typed:
                 arguments = convert_arguments(fn, arguments)
+            if context_name is not None:
+                arguments[context_name] = ToolContext(context)  # type: ignore[arg-type]
             result = fn(**arguments)
             if inspect.isawaitable(result):
                 result = runner.run(result)
@@ -218,7 +227,9 @@ class Agent(_HookMethods):
         options_json = json.dumps({"exclusive": exclusive, "timeout_ms": timeout_ms}, default=lambda _: {})
         # A handler that cannot be called goes to the native check, which
         # words the error as every front door does.
-        self._native.register_tool(name, description, schema_json, call if callable(fn) else fn, options_json)
+        self._native.register_tool(
+            name, description, schema_json, call if callable(fn) else fn, options_json, context_name is not None
+        )
 
     def unregister_tool(self, name: str) -> bool:
         return self._native.unregister_tool(name)

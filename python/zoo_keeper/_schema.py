@@ -3,6 +3,8 @@
 Supported hints: int, float, bool, str, Optional[X] / X | None, list[X],
 Literal[...], TypedDict and dataclass parameters (nested too). A parameter
 with a default is optional. Anything else is a TypeError naming the parameter.
+A parameter annotated `ToolContext` is not the model's to fill: it is left
+out of the schema and receives the call's context.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import inspect
 import re
 import sys
 import typing
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ._tool_context import ToolContext
 
 _PRIMITIVES = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
@@ -101,8 +105,23 @@ def _docstring(fn: Callable[..., Any]) -> Tuple[str, Dict[str, str]]:
     return " ".join(summary.split()), params
 
 
+def context_parameter(fn: Callable[..., Any]) -> Optional[str]:
+    """The name of `fn`'s parameter annotated `ToolContext`, if it has one
+    (hints that cannot be resolved count as none)."""
+    try:
+        hints = typing.get_type_hints(fn)
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError, NameError):
+        return None
+    for name in parameters:
+        if _strip_optional(hints.get(name))[0] is ToolContext:
+            return name
+    return None
+
+
 def function_schema(fn: Callable[..., Any]) -> Tuple[str, str, Dict[str, Any]]:
-    """(name, description, parameters schema) of a tool function."""
+    """(name, description, parameters schema) of a tool function; a
+    `ToolContext` parameter is left out."""
     name = fn.__name__
     description, param_docs = _docstring(fn)
     hints = typing.get_type_hints(fn)
@@ -111,6 +130,8 @@ def function_schema(fn: Callable[..., Any]) -> Tuple[str, str, Dict[str, Any]]:
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool `{name}`: *args and **kwargs cannot be described to the model")
+        if _strip_optional(hints.get(param.name))[0] is ToolContext:
+            continue
         if param.name not in hints:
             raise TypeError(f"tool `{name}`: parameter `{param.name}` needs a type hint")
         schema = schema_for(hints[param.name], f"tool `{name}`, parameter `{param.name}`")

@@ -4,8 +4,9 @@ on the mock, as it runs in the Rust, C and Node runners."""
 
 import dataclasses
 import json
+import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 import pytest
 
@@ -81,16 +82,50 @@ def check_error(want: Optional[Dict[str, Any]], error: Exception, at: str) -> No
         assert str(error) == want["message"], f"{at}.message: want {want['message']!r}, got {str(error)!r}"
 
 
-def handler(agent: zk.Agent, behavior: Dict[str, Any]) -> Any:
-    def run(**arguments: Any) -> Any:
+# How long `wait_cancelled` and `cancel_seen` wait at most (seconds).
+SCENARIO_WAIT = 60.0
+
+
+class Seen:
+    """The tools that saw their call's cancel token set (`cancel_seen`)."""
+
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+        self.changed = threading.Condition()
+
+    def add(self, name: str) -> None:
+        with self.changed:
+            self.names.add(name)
+            self.changed.notify_all()
+
+    def wait_for(self, name: str) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: name in self.names, SCENARIO_WAIT)
+
+
+def handler(agent: zk.Agent, name: str, behavior: Dict[str, Any], seen: Seen) -> Any:
+    def run(ctx: zk.ToolContext, **arguments: Any) -> Any:
         if behavior.get("stop"):
             agent.stop()
         if "steer" in behavior:
             agent.steer(behavior["steer"])
         if "follow_up" in behavior:
             agent.follow_up(behavior["follow_up"])
+        for report in behavior.get("report", []):
+            if "progress" in report:
+                ctx.progress(report["progress"])
+            else:
+                ctx.update(report["update"])
         if "sleep_ms" in behavior:
             time.sleep(behavior["sleep_ms"] / 1000)
+        if behavior.get("wait_cancelled"):
+            if not ctx.wait_cancelled(SCENARIO_WAIT):
+                raise Exception("the cancel token was never set")
+            seen.add(name)
+            ctx.progress("cancelled")
+            return {"cancelled": True}
+        if "cancel_seen" in behavior:
+            return seen.wait_for(behavior["cancel_seen"])
         if "fail" in behavior:
             raise Exception(behavior["fail"])
         if behavior.get("echo"):
@@ -143,12 +178,13 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
         check_error(scenario.get("create_error"), error, "create")
         return
     assert "create_error" not in scenario, f"create: want the error {scenario['create_error']}, got an agent"
+    seen = Seen()
     with agent:
         for tool in scenario.get("tools", []):
             want = tool.get("register_error")
             try:
                 options = {key: tool[key] for key in ("exclusive", "timeout_ms") if key in tool}
-                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(agent, tool["behavior"]), **options)
+                agent.register_tool(tool["name"], tool.get("description", ""), tool.get("parameters", {"type": "object"}), handler(agent, tool["name"], tool["behavior"], seen), **options)
             except zk.ZooError as error:
                 check_error(want, error, f"tool {tool['name']}")
             else:

@@ -39,3 +39,31 @@ def test_bad_specs_raise() -> None:
             parent.add_subagent("r", "d")
         with pytest.raises(InvalidArgumentError, match="`name`"):
             parent.add_subagent("", "d", provider={"type": "mock"})
+
+
+def test_the_childs_steps_are_updates_and_its_usage_joins_the_parents() -> None:
+    parent_replies = [tool_call("researcher", {"task": "weather in Oslo"}), "Done."]
+    child_replies = [tool_call("weather", {}), "It is cold in Oslo."]
+    with Agent(provider={"type": "mock", "replies": parent_replies}) as parent:
+        parent.register_tool("weather", "Weather", {"type": "object", "properties": {}}, lambda: "cold")
+        parent.add_subagent(
+            "researcher",
+            "Looks things up",
+            tools=["weather"],
+            provider={"type": "mock", "replies": child_replies},
+        )
+        events = []
+        response = parent.chat("Oslo?", on_event=events.append)
+        updates = [e.data for e in events if e.type == "tool_call_update"]
+        assert all(u["id"] == "call_1" and u["name"] == "researcher" for u in updates)
+        steps = [u["update"] for u in updates]
+        assert [s["event"] for s in steps] == ["turn_finished", "tool_call_started", "tool_call_finished", "turn_finished"]
+        assert all(s["subagent"] == "researcher" for s in steps)
+        assert steps[1] == {"subagent": "researcher", "event": "tool_call_started", "id": "call_1", "name": "weather"}
+        assert steps[2]["ok"] is True
+        child = response.tool_calls[0].result["usage"]
+        own = sum(e.data["usage"]["total_tokens"] for e in events if e.type == "turn_finished")
+        assert child["total_tokens"] > 0
+        assert response.usage.total_tokens == own + child["total_tokens"]
+        assert events[-1].type == "chat_finished"
+        assert events[-1].data["usage"]["total_tokens"] == response.usage.total_tokens

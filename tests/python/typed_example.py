@@ -20,6 +20,18 @@ def run(path: str) -> Optional[str]:
 
         agent.register_tool("echo", "Echo", {"type": "object"}, lambda **kw: kw, exclusive=False, timeout_ms=None)
 
+        # A tool that takes its call's context.
+        @agent.tool(timeout_ms=30_000)
+        def crawl(url: str, ctx: zk.ToolContext) -> int:
+            """Crawl a site."""
+            pages = 0
+            while not ctx.cancelled and pages < 3:
+                pages += 1
+                taken: bool = ctx.progress(f"{ctx.call_id}: page {pages} of {url}")
+                ctx.update({"pages": pages, "taken": taken})
+            stopped: bool = ctx.wait_cancelled(0.0)
+            return pages if not stopped else 0
+
         # Hook decorators keep the function's type.
         @agent.before_tool_call
         def guard(call: zk.ToolCall) -> Optional[zk.Deny]:

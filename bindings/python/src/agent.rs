@@ -8,13 +8,14 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use zoo_core::{
     Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool, ToolChoice,
-    ToolOptions,
+    ToolContext, ToolOptions,
 };
 
 use crate::errors::{to_py, IntoPy};
 use crate::hooks::PyHooks;
 use crate::model::NativeModel;
 use crate::thread_state;
+use crate::tool_context::NativeToolContext;
 
 /// How often a blocking wait wakes to let Ctrl-C (and other signals) in.
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
@@ -151,12 +152,24 @@ fn in_range(name: &str, value: i64, max: i64) -> Result<u64, Error> {
 }
 
 /// The tool's result, or the message the model reads: a Python exception
-/// in a tool is a tool error, never a crash.
-fn call_python_tool(function: &Py<PyAny>, arguments: &Value) -> Result<Value, String> {
+/// in a tool is a tool error, never a crash. With a context, the function
+/// also gets a `NativeToolContext`.
+fn call_python_tool(
+    function: &Py<PyAny>,
+    arguments: &Value,
+    context: Option<&ToolContext>,
+) -> Result<Value, String> {
     thread_state::attach(|py| {
-        let returned = function
-            .call1(py, (arguments.to_string(),))
-            .map_err(|error| describe(py, &error))?;
+        let returned = match context {
+            None => function.call1(py, (arguments.to_string(),)),
+            Some(context) => {
+                let context = NativeToolContext {
+                    context: context.clone(),
+                };
+                function.call1(py, (arguments.to_string(), context))
+            }
+        }
+        .map_err(|error| describe(py, &error))?;
         let text: String = returned
             .extract(py)
             .map_err(|_| "the tool wrapper must return a JSON string".to_string())?;
@@ -220,9 +233,11 @@ impl NativeAgent {
 
     /// Registers a tool. `function(arguments_json: str) -> str` returns the
     /// result as JSON; an exception becomes a tool error the model reads.
-    /// `options_json` is `{"exclusive": ..., "timeout_ms": ...}` as
-    /// `json.dumps` writes the keyword arguments; the core checks it.
-    #[pyo3(signature = (name, description, schema_json, function, options_json = None))]
+    /// With `with_context`, it is called as `function(arguments_json,
+    /// context)` with the call's `NativeToolContext`. `options_json` is
+    /// `{"exclusive": ..., "timeout_ms": ...}` as `json.dumps` writes the
+    /// keyword arguments; the core checks it.
+    #[pyo3(signature = (name, description, schema_json, function, options_json = None, with_context = false))]
     fn register_tool(
         &self,
         name: &str,
@@ -230,6 +245,7 @@ impl NativeAgent {
         schema_json: &str,
         function: Bound<'_, PyAny>,
         options_json: Option<&str>,
+        with_context: bool,
     ) -> PyResult<()> {
         if !function.is_callable() {
             let got = function.get_type().name()?.to_string();
@@ -240,8 +256,8 @@ impl NativeAgent {
         let function = function.unbind();
         let schema: Value = serde_json::from_str(schema_json)
             .map_err(|e| to_py(Error::InvalidJson(format!("tool schema: {e}"))))?;
-        let tool = Tool::new(name, description, schema, move |arguments| {
-            call_python_tool(&function, &arguments)
+        let tool = Tool::with_context(name, description, schema, move |arguments, context| {
+            call_python_tool(&function, &arguments, with_context.then_some(context))
         })
         .py_err()?;
         // Checked after the name, so that an error names a valid tool.

@@ -13,6 +13,7 @@ mod hooks;
 mod model;
 mod session;
 mod thread_state;
+mod tool_context;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::NativeModel>()?;
     m.add_class::<agent::NativeAgent>()?;
     m.add_class::<agent::NativeChat>()?;
+    m.add_class::<tool_context::NativeToolContext>()?;
     m.add_class::<session::NativeSessionStore>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
