@@ -12,13 +12,14 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** An agent (wrapped by the package's `Agent`). */
 export declare class NativeAgent {
   /**
-   * Registers a tool. `handler(argumentsJson)` is the package's wrapper:
-   * a Promise of `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
+   * Registers a tool. `handler(argumentsJson, context)` is the package's
+   * wrapper, given the call's `NativeToolContext`: a Promise of
+   * `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
    * `optionsJson` is `{"exclusive": ..., "timeout_ms": ...}` as the
    * package writes the definition's `exclusive` and `timeoutMs`; the core
    * checks it.
    */
-  registerTool(name: string, description: string, schemaJson: string, handler: (arg: string) => Promise<string>, optionsJson?: string | undefined | null): void
+  registerTool(name: string, description: string, schemaJson: string, handler: (arg0: string, arg1: NativeToolContext) => Promise<string>, optionsJson?: string | undefined | null): void
   /** Removes a tool; returns whether it existed. */
   unregisterTool(name: string): boolean
   /**
@@ -144,6 +145,33 @@ export declare class NativeSessionStore {
   importJson(json: string): Promise<string>
   /** One session as JSON Lines, system prompt first. */
   transcriptJsonl(id: string): Promise<string>
+}
+
+/**
+ * The context of one tool call, the second argument of a tool's wrapper
+ * (the package's `ToolContext` wraps it). Once the call has finished,
+ * reports are dropped and return false.
+ */
+export declare class NativeToolContext {
+  /** The call's id (`call_1`, ...). */
+  get callId(): string
+  /** Whether the call is cancelled (the chat's stop, the tool's timeout). */
+  get cancelled(): boolean
+  /**
+   * Reports a partial result (JSON text) as a `tool_call_update` event;
+   * whether it was taken.
+   */
+  update(json: string): boolean
+  /**
+   * Reports progress in words as a `tool_call_progress` event; whether
+   * it was taken.
+   */
+  progress(text: string): boolean
+  /**
+   * Calls `callback` on the JS thread once the call's token is set (at
+   * once if it already is). Dropped unrun when the call finishes first.
+   */
+  onCancel(callback: () => void): void
 }
 
 /** Opens (or creates) the session store at `path`. */

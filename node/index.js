@@ -839,6 +839,7 @@ module.exports.NativeAgent = nativeBinding.NativeAgent
 module.exports.NativeChat = nativeBinding.NativeChat
 module.exports.NativeModel = nativeBinding.NativeModel
 module.exports.NativeSessionStore = nativeBinding.NativeSessionStore
+module.exports.NativeToolContext = nativeBinding.NativeToolContext
 module.exports.createAgent = nativeBinding.createAgent
 module.exports.loadModel = nativeBinding.loadModel
 module.exports.openSessionStore = nativeBinding.openSessionStore

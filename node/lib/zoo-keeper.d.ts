@@ -227,7 +227,28 @@ export interface ToolDefinition {
 }
 
 /** A tool: sync or async; a throw or rejection becomes a tool error the model reads. */
-export type ToolHandler<Args = any> = (args: Args) => unknown
+/**
+ * The context of one tool call, a tool handler's second argument. `signal`
+ * aborts when the chat is stopped or the tool's `timeoutMs` passes (the
+ * result is then discarded, and reports from then on dropped). `update` and
+ * `progress` become the chat's `tool_call_update` and `tool_call_progress`
+ * events, between the call's `tool_call_started` and `tool_call_finished`;
+ * each returns whether the report was taken (false once the call has
+ * finished).
+ */
+export declare class ToolContext {
+  private constructor()
+  /** The call's id (`call_1`, ...). */
+  readonly callId: string
+  /** Aborted on the chat's stop and on the tool's timeout. */
+  readonly signal: AbortSignal
+  /** Reports a partial result (anything JSON can hold). */
+  update(partial: unknown): boolean
+  /** Reports progress in words. */
+  progress(text: string): boolean
+}
+
+export type ToolHandler<Args = any> = (args: Args, context: ToolContext) => unknown
 
 export interface ToolCall {
   id: string
@@ -329,6 +350,16 @@ export interface Response {
 }
 
 /** Whose event it is: every event carries these. */
+/**
+ * A sub-agent's step, the `update` of a `tool_call_update` of its call (the
+ * engine's JSON, snake_case as every tool's own data).
+ */
+export type SubAgentUpdate = { subagent: string } & (
+  | { event: 'turn_finished'; turn: number; usage: { prompt_tokens: number; cached_tokens: number; completion_tokens: number; total_tokens: number } }
+  | { event: 'tool_call_started'; id: string; name: string }
+  | { event: 'tool_call_finished'; id: string; name: string; ok: boolean; duration_ms: number }
+)
+
 export interface EventIdentity {
   /** The agent (`agent.id`). */
   agentId: number
@@ -341,7 +372,10 @@ export interface EventIdentity {
 /**
  * A chat's progress, in order: `chat_started` first, `chat_finished` last,
  * each `turn_started` followed by its `turn_finished`, each
- * `tool_call_started` by its `tool_call_finished`.
+ * `tool_call_started` by its `tool_call_finished`, with the call's
+ * `tool_call_update` and `tool_call_progress` between the two. A
+ * sub-agent's steps are `tool_call_update`s of its call, `update` being a
+ * `SubAgentUpdate`.
  */
 export type AgentEvent = EventIdentity &
   (
@@ -349,6 +383,8 @@ export type AgentEvent = EventIdentity &
     | { type: 'turn_started'; turn: number }
     | { type: 'turn_finished'; turn: number; usage: Usage }
     | { type: 'tool_call_started'; id: string; name: string; arguments: any }
+    | { type: 'tool_call_update'; id: string; name: string; update: any }
+    | { type: 'tool_call_progress'; id: string; name: string; text: string }
     | { type: 'tool_call_finished'; id: string; name: string; result?: unknown; error?: string; durationMs: number }
     | ({ type: 'tool_error' } & ToolErrorRecord)
     | { type: 'history_compacted'; level: 'fifo' | 'truncate_tool_results' | 'summarize' | 'drop_middle' | 'keep_newest'; removed: Message[]; tokensBefore: number; tokensAfter: number }

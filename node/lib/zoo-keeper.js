@@ -231,11 +231,61 @@ function toolOptionsJson(exclusive, timeoutMs) {
   return `{${members.join(',')}}`
 }
 
+/**
+ * The context of one tool call, a tool handler's second argument: its
+ * `callId`; `signal`, an AbortSignal aborted when the chat is stopped or the
+ * tool's `timeoutMs` passes (the call's result is then discarded, and its
+ * reports from then on dropped); `update(partial)` and `progress(text)`,
+ * which become the chat's `tool_call_update` and `tool_call_progress`
+ * events and return whether the report was taken (false once the call has
+ * finished). It may be kept and used later: it then reports nothing.
+ */
+class ToolContext {
+  #native
+  #controller = null
+
+  constructor(token, nativeContext) {
+    if (token !== CONSTRUCT) throw new TypeError('a ToolContext is made by the agent for each tool call')
+    this.#native = nativeContext
+  }
+
+  /** The call's id (`call_1`, ...), as its events carry it. */
+  get callId() {
+    return this.#native.callId
+  }
+
+  /** Aborted when the chat is stopped or the tool's `timeoutMs` passes. */
+  get signal() {
+    if (this.#controller === null) {
+      // Made on first use: a tool that never looks costs no crossing.
+      const controller = new AbortController()
+      this.#controller = controller
+      const abort = () => controller.abort(new ZooError(ErrorCode.CANCELLED, 'cancelled: the tool call was cancelled (the chat was stopped or its time ran out)'))
+      this.#native.onCancel(abort)
+      if (this.#native.cancelled) abort()
+    }
+    return this.#controller.signal
+  }
+
+  /** Reports a partial result (anything JSON can hold) as a `tool_call_update` event. */
+  update(partial) {
+    const json = JSON.stringify(partial)
+    if (json === undefined) throw invalid(`a tool update must be a value JSON can hold, got ${typeof partial}`)
+    return native(() => this.#native.update(json))
+  }
+
+  /** Reports progress in words as a `tool_call_progress` event. */
+  progress(text) {
+    if (typeof text !== 'string') throw invalid(`progress text must be a string, got ${typeof text}`)
+    return this.#native.progress(text)
+  }
+}
+
 /** A tool handler wrapped so that it never throws: see bindings/node/src/tools.rs. */
 function wrapTool(handler) {
-  return async (argumentsJson) => {
+  return async (argumentsJson, nativeContext) => {
     try {
-      let value = await handler(JSON.parse(argumentsJson))
+      let value = await handler(JSON.parse(argumentsJson), new ToolContext(CONSTRUCT, nativeContext))
       if (value === undefined) value = null
       const json = JSON.stringify({ ok: true, value })
       if (json === undefined) throw new TypeError('the tool returned a value JSON cannot hold')
@@ -400,9 +450,11 @@ class Agent {
   }
 
   /**
-   * Registers a tool. `handler(args)` may be sync or async; its return
-   * value (anything JSON can hold) is the result. A throw or a rejection is
-   * reported to the model as a tool error, and the chat goes on.
+   * Registers a tool. `handler(args, context)` may be sync or async; its
+   * return value (anything JSON can hold) is the result. A throw or a
+   * rejection is reported to the model as a tool error, and the chat goes
+   * on. `context` is the call's `ToolContext`: `callId`, `signal` (aborted
+   * on stop and on timeout), `update(partial)` and `progress(text)`.
    *
    * With `toolExecution: 'parallel'` (or `{batched: n}`) the calls of one
    * reply run at once: async handlers overlap while they await (a sync
@@ -414,7 +466,7 @@ class Agent {
    * handler settles in the background, its result discarded. null,
    * undefined or 0 is no limit; a bad value throws a ZooError (code 1).
    * @param {{name: string, description?: string, parameters?: object, exclusive?: boolean, timeoutMs?: number | null}} definition
-   * @param {(args: any) => unknown} handler
+   * @param {(args: any, context: ToolContext) => unknown} handler
    */
   registerTool(definition, handler) {
     const {
@@ -847,5 +899,6 @@ module.exports.Model = Model
 module.exports.SessionStore = SessionStore
 module.exports.ChatStream = ChatStream
 module.exports.ZooError = ZooError
+module.exports.ToolContext = ToolContext
 module.exports.ErrorCode = ErrorCode
 module.exports.version = binding.nativeVersion()

@@ -23,13 +23,16 @@ const CODES = {
 
 const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 
-/** Keys to camelCase, except inside tool arguments and results (the tools' own data). */
+/** The keys whose values are the tools' own data. */
+const TOOL_DATA = new Set(['arguments', 'result', 'update'])
+
+/** Keys to camelCase, except inside tool arguments, results and updates (the tools' own data). */
 function camelize(value) {
   if (Array.isArray(value)) return value.map(camelize)
   if (value === null || typeof value !== 'object') return value
   const out = {}
   for (const [key, item] of Object.entries(value)) {
-    out[camel(key)] = key === 'arguments' || key === 'result' ? item : camelize(item)
+    out[camel(key)] = TOOL_DATA.has(key) ? item : camelize(item)
   }
   return out
 }
@@ -85,12 +88,65 @@ function checkError(want, error, at) {
   }
 }
 
-function handler(agent, behavior) {
-  return async (args) => {
+/** How long `wait_cancelled` and `cancel_seen` wait at most (ms). */
+const SCENARIO_WAIT_MS = 60_000
+
+/** The tools that saw their call's cancel token set (`cancel_seen`), each a Promise resolved then. */
+class Seen {
+  #signals = new Map()
+
+  #entry(name) {
+    if (!this.#signals.has(name)) {
+      let resolve
+      const promise = new Promise((r) => { resolve = r })
+      this.#signals.set(name, { promise, resolve })
+    }
+    return this.#signals.get(name)
+  }
+
+  add(name) {
+    this.#entry(name).resolve(true)
+  }
+
+  /** Whether `name` saw its token set, waiting for it a while. */
+  async waitFor(name) {
+    const timer = new AbortController()
+    const late = sleep(SCENARIO_WAIT_MS, false, { signal: timer.signal }).catch(() => false)
+    const seen = await Promise.race([this.#entry(name).promise, late])
+    timer.abort()
+    return seen
+  }
+}
+
+/** Resolves true when `signal` aborts, false after `ms`. */
+function aborted(signal, ms) {
+  if (signal.aborted) return Promise.resolve(true)
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms)
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer)
+      resolve(true)
+    }, { once: true })
+  })
+}
+
+function handler(agent, name, behavior, seen) {
+  return async (args, ctx) => {
     if (behavior.stop) agent.stop()
     if (behavior.steer !== undefined) agent.steer(behavior.steer)
     if (behavior.follow_up !== undefined) agent.followUp(behavior.follow_up)
+    for (const report of behavior.report ?? []) {
+      if ('progress' in report) ctx.progress(report.progress)
+      else ctx.update(report.update)
+    }
     if (behavior.sleep_ms !== undefined) await sleep(behavior.sleep_ms)
+    if (behavior.wait_cancelled) {
+      if (!(await aborted(ctx.signal, SCENARIO_WAIT_MS))) throw 'the cancel token was never set'
+      seen.add(name)
+      ctx.progress('cancelled')
+      return { cancelled: true }
+    }
+    if (behavior.cancel_seen !== undefined) return seen.waitFor(behavior.cancel_seen)
     // A thrown string reaches the engine as it is.
     if (behavior.fail !== undefined) throw behavior.fail
     if (behavior.echo) return args
@@ -139,6 +195,7 @@ async function runScenario(scenario) {
   }
   try {
     assert.ok(!scenario.create_error, `create: want the error ${JSON.stringify(scenario.create_error)}, got an agent`)
+    const seen = new Seen()
     for (const tool of scenario.tools ?? []) {
       let error
       try {
@@ -150,7 +207,7 @@ async function runScenario(scenario) {
             exclusive: tool.exclusive,
             timeoutMs: tool.timeout_ms,
           },
-          handler(agent, tool.behavior),
+          handler(agent, tool.name, tool.behavior, seen),
         )
       } catch (e) {
         error = e

@@ -46,3 +46,27 @@ test('bad specs throw typed errors', async () => {
   })
   await parent.close()
 })
+
+test("the child's steps are updates of the call and its usage joins the parent's", async () => {
+  const parent = await Agent.create({
+    provider: { type: 'mock', replies: [toolCall('researcher', { task: 'weather in Oslo' }), 'Done.'] },
+  })
+  parent.registerTool({ name: 'weather', parameters: { type: 'object', properties: {} } }, () => 'cold')
+  parent.addSubagent({
+    name: 'researcher',
+    description: 'Looks things up',
+    tools: ['weather'],
+    config: { provider: { type: 'mock', replies: [toolCall('weather', {}), 'It is cold in Oslo.'] } },
+  })
+  const events = []
+  const response = await parent.chat('Oslo?', { onEvent: (e) => events.push(e) })
+  const steps = events.filter((e) => e.type === 'tool_call_update').map((e) => e.update)
+  assert.deepEqual(steps.map((s) => s.event), ['turn_finished', 'tool_call_started', 'tool_call_finished', 'turn_finished'])
+  assert.deepEqual(steps[1], { subagent: 'researcher', event: 'tool_call_started', id: 'call_1', name: 'weather' })
+  const own = events.filter((e) => e.type === 'turn_finished').reduce((n, e) => n + e.usage.totalTokens, 0)
+  const child = response.toolCalls[0].result.usage.total_tokens
+  assert.ok(child > 0)
+  assert.equal(response.usage.totalTokens, own + child)
+  assert.equal(events.at(-1).usage.totalTokens, response.usage.totalTokens)
+  await parent.close()
+})

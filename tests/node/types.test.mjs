@@ -114,3 +114,38 @@ test('the mock provider type-checks, and a misspelt one does not', () => {
   assert.match(output, /bad_provider\.ts\(3,/)
   assert.match(output, /bad_provider\.ts\(4,/)
 })
+
+test('tool contexts and their events type-check, and misuse does not', () => {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const good = path.join(dir, 'context.ts')
+  const bad = path.join(dir, 'bad_context.ts')
+  writeFileSync(good, [
+    "import { Agent, ToolContext, type AgentEvent, type SubAgentUpdate } from 'zoo-keeper'",
+    'export async function f(agent: Agent): Promise<void> {',
+    "  agent.registerTool({ name: 'crawl', timeoutMs: 1000 }, async (args: { url: string }, ctx: ToolContext) => {",
+    '    const signal: AbortSignal = ctx.signal',
+    '    const taken: boolean = ctx.update({ pages: 1 }) && ctx.progress(`${ctx.callId}: ${args.url}`)',
+    '    return signal.aborted ? null : taken',
+    '  })',
+    '  const onEvent = (e: AgentEvent): void => {',
+    "    if (e.type === 'tool_call_update') { const step = e.update as SubAgentUpdate; if (step.event === 'turn_finished') console.log(step.usage.total_tokens, e.id) }",
+    "    if (e.type === 'tool_call_progress') { const text: string = e.text; console.log(text, e.name) }",
+    '  }',
+    "  await agent.chat('go', { onEvent })",
+    '}',
+  ].join('\n'))
+  writeFileSync(bad, [
+    "import { Agent } from 'zoo-keeper'",
+    "export function g(agent: Agent): void { agent.registerTool({ name: 't' }, (args, ctx) => ctx.progress(42)) }",
+    "export function h(agent: Agent): void { agent.registerTool({ name: 't' }, (args, ctx) => { const id: number = ctx.callId; return id }) }",
+    "export function i(agent: Agent): void { agent.registerTool({ name: 't' }, (args, ctx) => { ctx.signal = new AbortController().signal }) }",
+  ].join('\n'))
+  const { run } = typecheck([good, bad])
+  const output = run.stdout + run.stderr
+  assert.notEqual(run.status, 0)
+  assert.doesNotMatch(output, /(^|[^_])context\.ts\(/m, output)
+  assert.match(output, /bad_context\.ts\(2,/)
+  assert.match(output, /bad_context\.ts\(3,/)
+  assert.match(output, /bad_context\.ts\(4,/)
+})

@@ -243,11 +243,7 @@ pub extern "C" fn zoo_agent_register_tool_with_context(
 }
 
 /// Adds the options to `tool` and registers it.
-fn register(
-    agent: &zoo_agent,
-    tool: Tool,
-    options: *const zoo_tool_options,
-) -> FfiResult<()> {
+fn register(agent: &zoo_agent, tool: Tool, options: *const zoo_tool_options) -> FfiResult<()> {
     // Checked after the name, so that an error names a valid tool.
     // SAFETY: NULL or the caller's struct, read during this call only.
     let options = match unsafe { options.as_ref() } {
@@ -406,7 +402,11 @@ pub extern "C" fn zoo_tool_context_wait_cancelled(
                 "`timeout_ms` must be 0 or more milliseconds, got {timeout_ms}"
             ))
         })?;
-        out.write(context.context.wait_cancelled(Some(Duration::from_millis(timeout))));
+        out.write(
+            context
+                .context
+                .wait_cancelled(Some(Duration::from_millis(timeout))),
+        );
         Ok(())
     })
 }

@@ -26,7 +26,7 @@ use zoo_core::{
 use crate::errors::{integer, message, to_napi, IntoNapi};
 use crate::hooks::NodeHooks;
 use crate::model::NativeModel;
-use crate::tools::{self, ToolFunction};
+use crate::tools::{self, ContextToolFunction};
 
 /// Item kinds in a drained batch (see `Outbox`).
 const TOKEN: u32 = 0;
@@ -128,8 +128,9 @@ impl NativeAgent {
 
 #[napi]
 impl NativeAgent {
-    /// Registers a tool. `handler(argumentsJson)` is the package's wrapper:
-    /// a Promise of `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
+    /// Registers a tool. `handler(argumentsJson, context)` is the package's
+    /// wrapper, given the call's `NativeToolContext`: a Promise of
+    /// `{"ok":true,"value":...}` or `{"ok":false,"error":"..."}`.
     /// `optionsJson` is `{"exclusive": ..., "timeout_ms": ...}` as the
     /// package writes the definition's `exclusive` and `timeoutMs`; the core
     /// checks it.
@@ -139,15 +140,15 @@ impl NativeAgent {
         name: String,
         description: String,
         schema_json: String,
-        handler: Function<'_, String, Promise<String>>,
+        handler: Function<'_, FnArgs<(String, tools::NativeToolContext)>, Promise<String>>,
         options_json: Option<String>,
     ) -> napi::Result<()> {
         let schema: Value = serde_json::from_str(&schema_json)
             .map_err(|e| to_napi(Error::InvalidJson(format!("tool schema: {e}"))))?;
         let agent = self.agent()?;
-        let function: ToolFunction = tools::tool_function(handler)?;
-        let tool = Tool::new(name, description, schema, move |arguments| {
-            tools::call(&function, &arguments)
+        let function: ContextToolFunction = tools::context_tool_function(handler)?;
+        let tool = Tool::with_context(name, description, schema, move |arguments, context| {
+            tools::call_tool(&function, &arguments, context)
         })
         .napi_err()?;
         // Checked after the name, so that an error names a valid tool.

@@ -20,6 +20,7 @@ mod tools;
 pub use agent::{create_agent, AgentJob, CloseAgent, CreateAgent, NativeAgent, NativeChat};
 pub use model::{load_model, LoadModel, NativeModel};
 pub use session::{open_session_store, NativeSessionStore, OpenStore, StoreJob};
+pub use tools::NativeToolContext;
 
 /// The version of the native module (the workspace version).
 #[napi_derive::napi]
