@@ -34,12 +34,16 @@ impl Display {
         let _ = std::io::stdout().flush();
     }
 
-    /// A tool call starting or finishing; other events show nothing.
+    /// A tool call starting, reporting progress or finishing; other events
+    /// show nothing.
     pub fn event(&self, event: &AgentEvent) {
         match &event.kind {
             EventKind::ToolCallStarted {
                 name, arguments, ..
             } => self.note(&format!("\n[tool] {name} {arguments}")),
+            EventKind::ToolCallProgress { name, text, .. } => {
+                self.note(&format!("[tool] {name}: {text}"))
+            }
             EventKind::ToolCallFinished {
                 name,
                 result,

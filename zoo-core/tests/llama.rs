@@ -1105,18 +1105,88 @@ fn a_subagent_shares_the_parents_model() {
             tools: Vec::new(),
         })
         .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
     let response = parent
         .chat(
             "Ask the helper what color the sky is.",
-            ChatOptions::new().tool_choice(ToolChoice::Tool("helper".into())),
+            ChatOptions::new()
+                .tool_choice(ToolChoice::Tool("helper".into()))
+                .on_event(move |e| sink.lock().unwrap().push(e.kind.clone())),
         )
         .wait()
         .unwrap();
     let result = response.tool_calls[0].result.clone().unwrap();
     let answer = result["answer"].as_str().unwrap();
     assert!(!answer.trim().is_empty(), "{result}");
+    let child = result["usage"]["total_tokens"].as_u64().unwrap();
     assert!(
         result["usage"]["completion_tokens"].as_u64().unwrap() > 0,
         "{result}"
     );
+    // The child's replies are updates of the parent's call, and their
+    // tokens join the parent's usage.
+    let events = events.lock().unwrap();
+    let child_turns: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::ToolCallUpdate { update, .. } if update["event"] == "turn_finished" => {
+                update["usage"]["total_tokens"].as_u64()
+            }
+            _ => None,
+        })
+        .sum();
+    assert_eq!(child_turns, child);
+    let own: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::TurnFinished { usage, .. } => Some(u64::from(usage.total_tokens)),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(u64::from(response.usage.total_tokens), own + child);
+}
+
+/// A tool with a context on the real model: the forced call's progress
+/// comes between its start and its finish, and its answer uses the result.
+#[test]
+fn a_tools_progress_reaches_the_events_of_a_real_chat() {
+    let _serial = serial();
+    let agent = Agent::with_model(smollm2(), greedy().max_tokens(64)).unwrap();
+    let tool = Tool::with_context(
+        "get_weather",
+        "Get the current weather for a city",
+        json!({
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"]
+        }),
+        |args, ctx| {
+            ctx.progress(format!("asking about {}", args["city"]));
+            Ok(json!({"city": args["city"], "temperature_celsius": 17, "sky": "cloudy"}))
+        },
+    )
+    .unwrap();
+    agent.register_tool(tool);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let options = ChatOptions::new()
+        .tool_choice(ToolChoice::Required)
+        .on_event(move |e| sink.lock().unwrap().push(e.kind.clone()));
+    let response = agent
+        .chat("What is the weather like in Paris today?", options)
+        .wait()
+        .unwrap();
+    assert_eq!(response.stop_reason, StopReason::Stop, "{response:#?}");
+    let events = events.lock().unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::ToolCallStarted { .. } => Some("started"),
+            EventKind::ToolCallProgress { text, .. } if text.contains("Paris") => Some("progress"),
+            EventKind::ToolCallFinished { .. } => Some("finished"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["started", "progress", "finished"], "{events:?}");
 }
