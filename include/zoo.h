@@ -226,7 +226,8 @@ typedef void (*zoo_token_fn)(void *user_data,
 /**
  * Receives a progress event as JSON (`len` bytes, not NUL-terminated): a
  * `type` (`chat_started`, `turn_started`, `turn_finished`,
- * `tool_call_started`, `tool_call_finished`, `tool_error`,
+ * `tool_call_started`, `tool_call_update`, `tool_call_progress`,
+ * `tool_call_finished`, `tool_error`,
  * `history_compacted`, `steering_received`, `follow_up_started`,
  * `input_rejected`, `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
  * of the event, and the fields of its type. `chat_started` comes first and
