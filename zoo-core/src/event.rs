@@ -6,12 +6,15 @@
 //! end), each `turn_started` followed by its `turn_finished` before the next
 //! turn starts, each `tool_call_started` by its `tool_call_finished`, with
 //! the call's `tool_call_update` and `tool_call_progress` events (reports
-//! of its handler, in the order made) between the two, never after. `seq`
+//! of its handler, in the order made) between the two, never after; a
+//! `retry` (a remote request failed and is tried again) comes between a
+//! `turn_started` and its `turn_finished`, before the wait. `seq`
 //! counts the chat's events from 0 without gaps. Reply text is not an event:
 //! tokens have their own, cheaper callback.
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::RetryInfo;
 use crate::context::CompactionLevel;
 use crate::message::Message;
 use crate::response::{StopReason, ToolErrorRecord, Usage};
@@ -99,6 +102,10 @@ pub enum EventKind {
     },
     /// A tool error was sent back to the model.
     ToolError(ToolErrorRecord),
+    /// A request to a remote model failed in a way worth another try (a
+    /// rate limit, a server error, a connection failure); the backend
+    /// waits `delay_ms`, then sends it again.
+    Retry(RetryInfo),
     /// The history was compacted to make room in the context window: old
     /// turns dropped (`fifo`), or a level of the compaction cascade.
     HistoryCompacted {

@@ -30,8 +30,10 @@ pub use agent::{
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};
 pub use backend::mock::{MockBackend, MockReply};
-pub use backend::remote::{MaxTokensField, OpenAiProvider, RemoteBackend};
-pub use backend::Backend;
+pub use backend::remote::{
+    AnthropicProvider, GeminiProvider, MaxTokensField, OpenAiProvider, RemoteBackend, ThinkingLevel,
+};
+pub use backend::{Backend, RetryInfo};
 pub use cancel::CancelToken;
 pub use config::{Config, QueueMode, TemplateChoice, ToolChoice, ToolExecution};
 pub use engine::hooks::{Hooks, InputDecision, ToolCallDecision, TurnDecision};

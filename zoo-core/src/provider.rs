@@ -7,10 +7,13 @@
 //! {"provider": {"type": "mock", "replies": ["Hello!", {"error": "boom"}], "piece_delay_ms": 5}}
 //! ```
 //!
-//! or an OpenAI-compatible server ([`OpenAiProvider`]):
+//! or an OpenAI-compatible server ([`OpenAiProvider`]), Anthropic
+//! ([`AnthropicProvider`]) or Gemini ([`GeminiProvider`]):
 //!
 //! ```json
 //! {"provider": {"type": "openai", "base_url": "http://127.0.0.1:8080/v1", "api_key_env": "OPENAI_API_KEY"}}
+//! {"provider": {"type": "anthropic", "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"}}
+//! {"provider": {"type": "gemini", "model": "gemini-2.5-flash", "api_key_env": "GEMINI_API_KEY"}}
 //! ```
 //!
 //! Each type has a table of keys and rules (below), which the config reader
@@ -22,7 +25,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::backend::mock::{MockBackend, MockReply};
-use crate::backend::remote::{OpenAiProvider, OPENAI_KEYS};
+use crate::backend::remote::{
+    AnthropicProvider, GeminiProvider, OpenAiProvider, ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS,
+};
 use crate::config::{describe, Rule, Settings};
 use crate::error::{Error, Result};
 
@@ -37,6 +42,12 @@ pub enum Provider {
     /// (see [`OpenAiProvider`]).
     #[serde(rename = "openai")]
     OpenAi(OpenAiProvider),
+    /// `{"type": "anthropic", "model": ...}`: Anthropic's Messages API
+    /// (see [`AnthropicProvider`]).
+    Anthropic(AnthropicProvider),
+    /// `{"type": "gemini", "model": ...}`: the Gemini API (see
+    /// [`GeminiProvider`]).
+    Gemini(GeminiProvider),
 }
 
 impl Provider {
@@ -45,6 +56,8 @@ impl Provider {
         match self {
             Provider::Mock(_) => "mock",
             Provider::OpenAi(_) => "openai",
+            Provider::Anthropic(_) => "anthropic",
+            Provider::Gemini(_) => "gemini",
         }
     }
 }
@@ -103,9 +116,26 @@ impl From<OpenAiProvider> for Provider {
     }
 }
 
+impl From<AnthropicProvider> for Provider {
+    fn from(anthropic: AnthropicProvider) -> Self {
+        Provider::Anthropic(anthropic)
+    }
+}
+
+impl From<GeminiProvider> for Provider {
+    fn from(gemini: GeminiProvider) -> Self {
+        Provider::Gemini(gemini)
+    }
+}
+
 /// Every provider type and its keys, in the order errors list them. A new
 /// provider is a variant of [`Provider`] and a line here.
-const TYPES: &[(&str, &Settings)] = &[("mock", &MOCK_KEYS), ("openai", &OPENAI_KEYS)];
+const TYPES: &[(&str, &Settings)] = &[
+    ("mock", &MOCK_KEYS),
+    ("openai", &OPENAI_KEYS),
+    ("anthropic", &ANTHROPIC_KEYS),
+    ("gemini", &GEMINI_KEYS),
+];
 
 /// The `type` key, which every provider table lists first (it was checked
 /// before the table was chosen).
@@ -242,15 +272,15 @@ mod tests {
         for (provider, want) in [
             (
                 r#"{"type": "gpt"}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock" or "openai"), got "gpt""#,
+                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic" or "gemini"), got "gpt""#,
             ),
             (
                 r#"{"replies": []}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock" or "openai"), got nothing"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic" or "gemini"), got nothing"#,
             ),
             (
                 r#"{"type": 3}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock" or "openai"), got 3"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic" or "gemini"), got 3"#,
             ),
             (
                 r#""mock""#,

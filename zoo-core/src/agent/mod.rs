@@ -13,6 +13,7 @@ pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
 pub use subagent::{SubAgent, SubAgentStep, SubAgentUpdate};
 
+use crate::backend::remote::RemoteBackend;
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::engine::agentic_loop::ChatInput;
@@ -159,7 +160,15 @@ impl Agent {
                 Self::on_backend(backend, config)
             }
             Some(Provider::OpenAi(openai)) => {
-                let backend = crate::backend::remote::RemoteBackend::openai(openai, &config)?;
+                let backend = RemoteBackend::openai(openai, &config)?;
+                Self::on_backend(backend, config)
+            }
+            Some(Provider::Anthropic(anthropic)) => {
+                let backend = RemoteBackend::anthropic(anthropic, &config)?;
+                Self::on_backend(backend, config)
+            }
+            Some(Provider::Gemini(gemini)) => {
+                let backend = RemoteBackend::gemini(gemini, &config)?;
                 Self::on_backend(backend, config)
             }
             None => Self::create_local(config),

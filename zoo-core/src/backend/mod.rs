@@ -10,6 +10,8 @@ pub mod remote;
 
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
 use crate::error::Result;
@@ -88,6 +90,24 @@ pub struct NativeToolCall {
     pub arguments: String,
 }
 
+/// A failed request to a remote model that is about to be tried again
+/// (the `retry` event of a chat carries it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryInfo {
+    /// Which retry this is: 1 for the first.
+    pub attempt: u32,
+    /// The retries allowed (the provider's `max_retries`).
+    pub max_retries: u32,
+    /// How long the backend waits before trying, in milliseconds: the
+    /// server's `Retry-After`, or the backoff.
+    pub delay_ms: u64,
+    /// The HTTP status of the failed answer; `None` when there was none
+    /// (the server could not be reached, the connection broke).
+    pub status: Option<u16>,
+    /// What failed, in a few words: `HTTP 429: Rate limit reached`.
+    pub reason: String,
+}
+
 /// An inference engine. Called only from the agent's inference thread.
 pub trait Backend {
     /// Generates one assistant reply, passing text pieces to `on_piece` as
@@ -99,6 +119,22 @@ pub trait Backend {
         on_piece: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<Generation>;
+
+    /// [`generate`](Self::generate), also reporting each retry of a
+    /// failed request to `on_retry`, in order, before the backend waits to
+    /// try again. The agentic loop calls this one, so that a chat's events
+    /// show retries as they happen. Only remote backends retry; the
+    /// default reports nothing.
+    fn generate_with_retries(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        on_retry: &mut dyn FnMut(&RetryInfo),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
+        let _ = on_retry;
+        self.generate(request, on_piece, cancel)
+    }
 
     /// Tokens this message takes in a prompt, template markup included.
     fn count_tokens(&mut self, message: &Message) -> Result<u32>;

@@ -7,6 +7,8 @@
 //!    and **take steering**: messages sent with `steer()` join the
 //!    conversation before the next reply. Old turns are pruned to fit.
 //! 3. **Infer**: stream one model reply (tool-call markup hidden from `on_token`).
+//!    A prompt the backend finds too long for its window (a server counts
+//!    tokens its own way) is compacted to 3/4 and tried once more.
 //! 4. **Parse**: find tool calls in the reply. No call: the reply is final,
 //!    unless a steering or follow-up message waits, which starts a new round.
 //! 5. **Validate** each call against its tool's schema.
@@ -27,6 +29,7 @@
 //! not started, with an error saying the chat was stopped). An abort (a
 //! front door's callback failed) undoes the turn whatever it had done.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -711,7 +714,10 @@ impl Turn<'_, '_> {
         self.metrics.iterations += 1;
         let turn = self.metrics.iterations;
         self.callbacks.event(EventKind::TurnStarted { turn });
-        let generation = self.generate(tools, tool_choice, rag_context);
+        let mut generation = self.generate(tools, tool_choice, rag_context);
+        if matches!(generation, Err(Error::ContextOverflow(_))) && self.compact_after_overflow()? {
+            generation = self.generate(tools, tool_choice, rag_context);
+        }
         if let (Ok(reply), Some(hooks)) = (&generation, &self.callbacks.hooks) {
             if let Err(message) = hooks.after_turn(turn, &reply.text) {
                 hooks::report_failure(hooks.as_ref(), "after_turn", &message);
@@ -726,6 +732,23 @@ impl Turn<'_, '_> {
         self.callbacks
             .event(EventKind::TurnFinished { turn, usage });
         generation
+    }
+
+    /// After the backend found the prompt too long for its window (a
+    /// server's count is not our estimate): compacts the history by the
+    /// strategy in force to 3/4 of its size, for one more try. False when
+    /// nothing could be removed (the current turn alone is too long), and
+    /// the overflow stands.
+    fn compact_after_overflow(&mut self) -> Result<bool> {
+        let before = self.history.total_tokens();
+        let budget = before - before / 4;
+        tracing::info!(
+            tokens = before,
+            budget,
+            "the backend found the prompt too long; compacting"
+        );
+        self.compact_to(budget)?;
+        Ok(self.history.total_tokens() < before)
     }
 
     /// The backend's reply to the conversation as it stands.
@@ -762,14 +785,21 @@ impl Turn<'_, '_> {
         let mut filter = StreamFilter::new(trigger);
         let started = self.started;
         let first_token = &mut self.first_token;
-        let callbacks = &mut self.callbacks;
-        let generation = self.backend.generate(
+        // Text and retries are reported from inside one backend call, one
+        // at a time: the callbacks are shared between the two closures.
+        let callbacks = RefCell::new(&mut *self.callbacks);
+        let generation = self.backend.generate_with_retries(
             &request,
             &mut |piece| {
                 first_token.get_or_insert_with(|| started.elapsed());
                 if let Some(text) = filter.push(piece) {
-                    callbacks.token(&text);
+                    callbacks.borrow_mut().token(&text);
                 }
+            },
+            &mut |retry| {
+                callbacks
+                    .borrow_mut()
+                    .event(EventKind::Retry(retry.clone()))
             },
             self.cancel,
         )?;

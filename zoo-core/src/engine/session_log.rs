@@ -118,6 +118,8 @@ fn model_label(config: &Config) -> Option<String> {
     }
     match &config.provider {
         Some(Provider::OpenAi(openai)) => openai.model.clone(),
+        Some(Provider::Anthropic(anthropic)) => Some(anthropic.model.clone()),
+        Some(Provider::Gemini(gemini)) => Some(gemini.model.clone()),
         Some(provider) => Some(provider.type_name().to_owned()),
         None => None,
     }

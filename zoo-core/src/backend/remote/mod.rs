@@ -1,44 +1,60 @@
 //! `RemoteBackend`: a model behind an HTTP API instead of a local GGUF, so
 //! that the same agent (tools, hooks, sessions) runs on a GPU box, a vLLM
 //! or llama.cpp server cluster, or a hosted API. Chosen by the `provider`
-//! config key; today it speaks OpenAI-compatible Chat Completions
-//! (`{"type": "openai"}`), which llama.cpp's server, vLLM, Ollama, LM
-//! Studio, TGI, LiteLLM and OpenAI itself all serve.
+//! config key, it speaks OpenAI-compatible Chat Completions
+//! (`{"type": "openai"}`, which llama.cpp's server, vLLM, Ollama, LM
+//! Studio, TGI, LiteLLM and OpenAI itself all serve), Anthropic Messages
+//! (`{"type": "anthropic"}`) and Gemini `streamGenerateContent`
+//! (`{"type": "gemini"}`); each API's rules are in its module.
 //!
 //! - Replies stream over server-sent events; text goes to `on_piece` as it
 //!   arrives. Tools go to the server as data (no grammar): its tool calls
-//!   come back as data, are put together from their deltas, and reach the
+//!   come back as data, are put together from their pieces, and reach the
 //!   agentic loop through [`Backend::take_tool_calls`], where validation
 //!   and self-correction treat them like parsed ones. A server that does
 //!   not parse calls and returns them as text still works: the loop parses
 //!   the text as it does for local models.
-//! - Reasoning (`reasoning_content`) is never part of the text; it is kept
-//!   until the next reply ([`RemoteBackend::last_reasoning`]) and logged
-//!   at debug level (the history has no thinking field yet).
-//! - Failures are retried or reported as described in `retry`; a cancel
-//!   stops a stream or a backoff within milliseconds.
+//! - Reasoning and thinking are never part of the text; the last reply's
+//!   is kept until the next ([`RemoteBackend::last_reasoning`]) and logged
+//!   at debug level (the history has no thinking field). What an API wants
+//!   back of it (signed thinking with the calls that followed it) is kept
+//!   by the backend (`signed`).
+//! - Failures are retried or reported as described in `retry`; each retry
+//!   is reported ([`Backend::generate_with_retries`]) before its wait; a
+//!   cancel stops a stream or a backoff within milliseconds.
 //! - Token counts are estimates (see [`RemoteBackend::estimate_tokens`]):
 //!   the server's tokenizer is not here. History pruning therefore works
 //!   from estimates, and `context_size` should be set a little below the
 //!   server's real window.
 
+mod anthropic;
+mod gemini;
+mod gemini_schema;
 mod http;
 mod openai;
+mod protocol;
+mod reply;
 mod retry;
 mod settings;
+mod signed;
 mod sse;
 
-pub(crate) use settings::OPENAI_KEYS;
-pub use settings::{MaxTokensField, OpenAiProvider, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS};
+pub use settings::{
+    AnthropicProvider, GeminiProvider, MaxTokensField, OpenAiProvider, ThinkingLevel,
+    ANTHROPIC_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, GEMINI_BASE_URL,
+};
+pub(crate) use settings::{ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS};
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use self::http::{Client, Exchange, Io};
-use self::openai::{ChunkError, Reply, Sampling};
+use self::protocol::{Decoder, Protocol, Sampling};
+use self::reply::{ChunkError, Reply, ReportedUsage};
 use self::retry::Failure;
 use self::sse::SseError;
-use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall};
+use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall, RetryInfo};
 use crate::cancel::CancelToken;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -58,7 +74,10 @@ const MAX_REPLY_MIB: usize = MAX_REPLY_BYTES / (1024 * 1024);
 /// How much of an error answer is read for its message.
 const MAX_ERROR_BYTES: u64 = 64 * 1024;
 
-/// A model served over an OpenAI-compatible HTTP API.
+/// How much of a server's error text a `retry` event quotes.
+const MAX_RETRY_REASON_CHARS: usize = 200;
+
+/// A model served over an HTTP API: OpenAI-compatible, Anthropic or Gemini.
 pub struct RemoteBackend {
     /// `openai (http://host:port/v1)`, as errors name the provider.
     label: String,
@@ -67,7 +86,7 @@ pub struct RemoteBackend {
     api_key: Option<String>,
     headers: Vec<(String, String)>,
     max_retries: u32,
-    max_tokens_field: MaxTokensField,
+    protocol: Protocol,
     sampling: Sampling,
     context_size: u32,
     client: Client,
@@ -108,18 +127,73 @@ impl RemoteBackend {
         } else {
             format!("{base}/chat/completions")
         };
-        Ok(RemoteBackend {
-            label: format!("openai ({})", without_credentials(base)),
+        let protocol = Protocol::OpenAi {
+            max_tokens_field: provider.max_tokens_field,
+        };
+        let connection = Connection {
+            base,
             url,
             model: provider.model.clone(),
             api_key,
-            headers: provider
+            headers: &provider.headers,
+            max_retries: provider.max_retries,
+            timeout: provider.timeout(),
+        };
+        Ok(Self::new(protocol, connection, config))
+    }
+
+    /// A backend on Anthropic's Messages API (`provider.model` is required).
+    pub fn anthropic(provider: &AnthropicProvider, config: &Config) -> Result<Self> {
+        let api_key = provider.resolve_api_key()?;
+        let base = provider.base_url.trim_end_matches('/');
+        let connection = Connection {
+            base,
+            url: anthropic::url(base),
+            model: Some(required_model(&provider.model)?),
+            api_key,
+            headers: &provider.headers,
+            max_retries: provider.max_retries,
+            timeout: provider.timeout(),
+        };
+        let protocol = Protocol::Anthropic(anthropic::Anthropic::new(provider.thinking));
+        Ok(Self::new(protocol, connection, config))
+    }
+
+    /// A backend on the Gemini API (`provider.model` is required).
+    pub fn gemini(provider: &GeminiProvider, config: &Config) -> Result<Self> {
+        let api_key = provider.resolve_api_key()?;
+        let base = provider.base_url.trim_end_matches('/');
+        let model = required_model(&provider.model)?;
+        let connection = Connection {
+            base,
+            url: gemini::url(base, &model),
+            model: Some(model),
+            api_key,
+            headers: &provider.headers,
+            max_retries: provider.max_retries,
+            timeout: provider.timeout(),
+        };
+        let protocol = Protocol::Gemini(gemini::Gemini::new(provider.thinking));
+        Ok(Self::new(protocol, connection, config))
+    }
+
+    fn new(protocol: Protocol, connection: Connection<'_>, config: &Config) -> Self {
+        RemoteBackend {
+            label: format!(
+                "{} ({})",
+                protocol.name(),
+                without_credentials(connection.base)
+            ),
+            url: connection.url,
+            model: connection.model,
+            api_key: connection.api_key,
+            headers: connection
                 .headers
                 .iter()
                 .map(|(n, v)| (n.clone(), v.clone()))
                 .collect(),
-            max_retries: provider.max_retries,
-            max_tokens_field: provider.max_tokens_field,
+            max_retries: connection.max_retries,
+            protocol,
             sampling: Sampling {
                 temperature: config.temperature,
                 top_p: config.top_p,
@@ -129,10 +203,10 @@ impl RemoteBackend {
                 0 => DEFAULT_CONTEXT_SIZE,
                 n => n,
             },
-            client: Client::new(provider.timeout()),
+            client: Client::new(connection.timeout),
             calls: Vec::new(),
             reasoning: String::new(),
-        })
+        }
     }
 
     /// The reasoning the model gave with its last reply (empty if none).
@@ -160,6 +234,7 @@ impl RemoteBackend {
         &mut self,
         request: &GenerateRequest<'_>,
         on_piece: &mut dyn FnMut(&str),
+        on_retry: &mut dyn FnMut(&RetryInfo),
         cancel: &CancelToken,
     ) -> Result<Generation> {
         let started = Instant::now();
@@ -167,13 +242,10 @@ impl RemoteBackend {
             cancel,
             deadline: request.deadline,
         };
-        let body = openai::request_body(
-            self.model.as_deref(),
-            request,
-            &self.sampling,
-            self.max_tokens_field,
-        )
-        .to_string();
+        let body = self
+            .protocol
+            .body(self.model.as_deref(), request, &self.sampling)
+            .to_string();
         let body: Arc<str> = Arc::from(body);
         let mut retries = 0;
         loop {
@@ -206,6 +278,7 @@ impl RemoteBackend {
                         attempt = retries + 1,
                         "remote model request failed; trying again"
                     );
+                    on_retry(&retry_info(&error, retries + 1, self.max_retries, delay));
                     if !retry::wait(delay, || interrupt.check().is_some()) {
                         let cut = interrupt.check().unwrap_or(FinishReason::Cancelled);
                         return Ok(cut_before_reply(cut, started));
@@ -226,8 +299,13 @@ impl RemoteBackend {
         started: Instant,
     ) -> Result<Attempt, Failure> {
         let mut headers = self.headers.clone();
+        for (name, value) in self.protocol.fixed_headers() {
+            if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                headers.push((name.to_string(), value.to_string()));
+            }
+        }
         if let Some(key) = &self.api_key {
-            headers.push(("Authorization".into(), format!("Bearer {key}")));
+            headers.push(self.protocol.auth_header(key));
         }
         let request = http::Request {
             url: self.url.clone(),
@@ -261,7 +339,8 @@ impl RemoteBackend {
         };
         let ok = (200..300).contains(&status);
         if ok && is_stream {
-            return read_stream(label, exchange, on_piece, interrupt, started);
+            let decoder = self.protocol.decoder();
+            return read_stream(label, exchange, decoder, on_piece, interrupt, started);
         }
         let body = match exchange.next(&stop) {
             None => return cut(Reply::default()),
@@ -275,7 +354,7 @@ impl RemoteBackend {
             return Err(status_failure(label, &secrets, status, retry_after, &text));
         }
         match body {
-            Ok(body) => read_whole(label, &body, on_piece),
+            Ok(body) => read_whole(label, &self.protocol, &body, on_piece),
             Err(e) => Err(broken(
                 label,
                 &Reply::default(),
@@ -306,8 +385,11 @@ impl RemoteBackend {
         // Calls are taken only from a reply that ended: half a call is none.
         if finish == FinishReason::Stop {
             self.calls = reply.tool_calls();
+            if !self.calls.is_empty() {
+                self.protocol.remember(&reply);
+            }
         }
-        let usage = reply.usage.unwrap_or_else(|| openai::ReportedUsage {
+        let usage = reply.usage.unwrap_or_else(|| ReportedUsage {
             prompt_tokens: request.messages.iter().map(Self::estimate_tokens).sum(),
             cached_tokens: 0,
             completion_tokens: Self::estimate_tokens(&Message::assistant(reply.text.clone()))
@@ -332,9 +414,19 @@ impl Backend for RemoteBackend {
         on_piece: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<Generation> {
+        self.generate_with_retries(request, on_piece, &mut |_| {}, cancel)
+    }
+
+    fn generate_with_retries(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        on_retry: &mut dyn FnMut(&RetryInfo),
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
         self.calls.clear();
         self.reasoning.clear();
-        self.request(request, on_piece, cancel)
+        self.request(request, on_piece, on_retry, cancel)
     }
 
     fn count_tokens(&mut self, message: &Message) -> Result<u32> {
@@ -428,6 +520,7 @@ impl Secrets<'_> {
 fn read_stream(
     label: &str,
     mut exchange: Exchange<'_>,
+    mut decoder: Decoder,
     on_piece: &mut dyn FnMut(&str),
     interrupt: Interrupt<'_>,
     started: Instant,
@@ -436,36 +529,35 @@ fn read_stream(
     let mut reply = Reply::default();
     let mut first_chunk = None;
     loop {
-        let data = match exchange.next(&stop) {
-            None => {
-                return Ok(Attempt {
-                    first_chunk,
-                    ..Attempt::cut(reply, interrupt)
-                })
-            }
-            Some(Io::Event(Ok(Some(data)))) => data,
-            Some(Io::Event(Ok(None))) if reply.done || reply.finished() => break,
-            Some(Io::Event(Ok(None))) => {
-                return Err(broken(
+        let data =
+            match exchange.next(&stop) {
+                None => {
+                    return Ok(Attempt {
+                        first_chunk,
+                        ..Attempt::cut(reply, interrupt)
+                    })
+                }
+                Some(Io::Event(Ok(Some(data)))) => data,
+                Some(Io::Event(Ok(None))) if reply.done || reply.finished() => break,
+                Some(Io::Event(Ok(None))) => return Err(broken(
                     label,
                     &reply,
-                    "the stream ended before the reply did (no finish_reason, no [DONE])",
-                ))
-            }
-            Some(Io::Event(Err(SseError::Io(e)))) => {
-                return Err(broken(label, &reply, &format!("the connection broke: {e}")))
-            }
-            Some(Io::Event(Err(SseError::TooLarge(max)))) => {
-                return Err(Failure::Fatal(provider_error(
-                    label,
-                    Some(200),
-                    format!("a stream event was larger than {} MiB", max / (1024 * 1024)),
-                )))
-            }
-            Some(_) => return Err(unexpected(label)),
-        };
+                    "the stream ended before the reply did (no reason why it ended, no end marker)",
+                )),
+                Some(Io::Event(Err(SseError::Io(e)))) => {
+                    return Err(broken(label, &reply, &format!("the connection broke: {e}")))
+                }
+                Some(Io::Event(Err(SseError::TooLarge(max)))) => {
+                    return Err(Failure::Fatal(provider_error(
+                        label,
+                        Some(200),
+                        format!("a stream event was larger than {} MiB", max / (1024 * 1024)),
+                    )))
+                }
+                Some(_) => return Err(unexpected(label)),
+            };
         first_chunk.get_or_insert_with(|| started.elapsed());
-        match reply.push(&data, on_piece) {
+        match decoder.push(&mut reply, &data, on_piece) {
             Ok(()) => {}
             Err(ChunkError::Malformed(message)) => {
                 return Err(Failure::Fatal(provider_error(label, Some(200), message)))
@@ -494,6 +586,7 @@ fn read_stream(
 /// Reads an answer that was not streamed (a server that ignores `stream`).
 fn read_whole(
     label: &str,
+    protocol: &Protocol,
     body: &[u8],
     on_piece: &mut dyn FnMut(&str),
 ) -> Result<Attempt, Failure> {
@@ -504,7 +597,7 @@ fn read_whole(
             format!("the answer passed {MAX_REPLY_MIB} MiB"),
         )));
     }
-    match Reply::from_completion(&String::from_utf8_lossy(body), on_piece) {
+    match protocol.read_whole(&String::from_utf8_lossy(body), on_piece) {
         Ok(reply) => Ok(Attempt {
             reply,
             first_chunk: None,
@@ -587,7 +680,7 @@ fn status_failure(
     retry_after: Option<Duration>,
     body: &str,
 ) -> Failure {
-    let text = secrets.scrub(&openai::error_body_text(body));
+    let text = secrets.scrub(&reply::error_body_text(body));
     if status == 401 || status == 403 {
         return Failure::Fatal(Error::AuthenticationFailed {
             provider: label.to_string(),
@@ -602,6 +695,7 @@ fn status_failure(
     }
     let error = provider_error(label, Some(status), text);
     if retry::is_transient(status) {
+        let retry_after = retry_after.or_else(|| retry::retry_delay_in_body(body));
         Failure::Transient { error, retry_after }
     } else {
         Failure::Fatal(error)
@@ -614,6 +708,58 @@ fn provider_error(label: &str, status: Option<u16>, message: String) -> Error {
         status,
         message,
     }
+}
+
+/// What a `retry` event says of a failure about to be tried again.
+fn retry_info(error: &Error, attempt: u32, max_retries: u32, delay: Duration) -> RetryInfo {
+    let (status, message) = match error {
+        Error::ProviderFailed {
+            status, message, ..
+        } => (*status, message.as_str()),
+        _ => (None, ""),
+    };
+    // A stream that broke before its reply began failed after a 200: no
+    // status is to blame.
+    let status = status.filter(|s| !(200..300).contains(s));
+    let short = match message.char_indices().nth(MAX_RETRY_REASON_CHARS) {
+        Some((at, _)) => format!("{}...", &message[..at]),
+        None => message.to_string(),
+    };
+    let reason = match status {
+        Some(status) => format!("HTTP {status}: {short}"),
+        None => short,
+    };
+    RetryInfo {
+        attempt,
+        max_retries,
+        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        status,
+        reason,
+    }
+}
+
+/// The settings every API's backend is built from.
+struct Connection<'a> {
+    /// The base URL as configured, without a trailing `/` (errors show it).
+    base: &'a str,
+    url: String,
+    model: Option<String>,
+    api_key: Option<String>,
+    headers: &'a BTreeMap<String, String>,
+    max_retries: u32,
+    timeout: Duration,
+}
+
+/// The model's name where the API needs one; its `models/` prefix and
+/// surrounding space are the caller's to keep or not.
+fn required_model(model: &str) -> Result<String> {
+    if model.trim().is_empty() {
+        return Err(Error::config(
+            "provider.model",
+            "is required: the model's name, such as claude-sonnet-4-5 or gemini-2.5-flash",
+        ));
+    }
+    Ok(model.to_string())
 }
 
 /// A transient error that ran out of tries, saying how many were made.

@@ -11,22 +11,12 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value as Json};
 
+use super::protocol::{f32_json, Sampling};
+use super::reply::{error_text, excerpt, ChunkError, Ending, Reply, ReportedUsage};
 use super::settings::MaxTokensField;
-use crate::backend::{FinishReason, GenerateRequest, NativeToolCall};
+use crate::backend::GenerateRequest;
 use crate::config::ToolChoice;
 use crate::message::{Message, Role};
-
-/// Calls one reply may make; a higher `index` is a broken (or hostile)
-/// server, not a reason to allocate.
-const MAX_CALLS: usize = 256;
-
-/// The sampling settings sent with every request (the agent's own).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Sampling {
-    pub(crate) temperature: f32,
-    pub(crate) top_p: f32,
-    pub(crate) seed: Option<u32>,
-}
 
 /// The JSON body of a streamed Chat Completions request.
 pub(crate) fn request_body(
@@ -129,50 +119,6 @@ fn arguments_text(arguments: &Json) -> String {
     }
 }
 
-/// An f32 as it reads (`0.7`, not `0.699999988079071`).
-fn f32_json(value: f32) -> Json {
-    let shortest: f64 = value.to_string().parse().unwrap_or(f64::from(value));
-    serde_json::Number::from_f64(shortest).map_or(Json::Null, Json::Number)
-}
-
-/// Token counts as the server reported them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct ReportedUsage {
-    pub(crate) prompt_tokens: u32,
-    pub(crate) cached_tokens: u32,
-    pub(crate) completion_tokens: u32,
-}
-
-/// Why a chunk could not be taken.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ChunkError {
-    /// Not a chunk of this API: the message says what was wrong.
-    Malformed(String),
-    /// The server reported an error inside the stream; its own text.
-    Server(String),
-}
-
-/// One reply, as its chunks have built it so far.
-#[derive(Debug, Default)]
-pub(crate) struct Reply {
-    /// The text, as streamed to `on_piece`.
-    pub(crate) text: String,
-    /// Reasoning (`reasoning_content`, or `reasoning`), never part of the text.
-    pub(crate) reasoning: String,
-    calls: Vec<PartialCall>,
-    finish_reason: Option<String>,
-    pub(crate) usage: Option<ReportedUsage>,
-    /// Whether `[DONE]` was read.
-    pub(crate) done: bool,
-}
-
-#[derive(Debug, Default)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
 #[derive(Deserialize)]
 struct Chunk {
     #[serde(default)]
@@ -254,170 +200,124 @@ struct CompletionChoice {
     finish_reason: Option<String>,
 }
 
-impl Reply {
-    /// Takes one event's data: a chunk, or `[DONE]`. Text pieces go to
-    /// `on_piece` as they come.
-    pub(crate) fn push(
-        &mut self,
-        data: &str,
-        on_piece: &mut dyn FnMut(&str),
-    ) -> Result<(), ChunkError> {
-        if data.trim() == "[DONE]" {
-            self.done = true;
-            return Ok(());
-        }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            ChunkError::Malformed(format!(
-                "a stream chunk is not a Chat Completions chunk ({e}): {}",
-                excerpt(data)
-            ))
-        })?;
-        if let Some(error) = chunk.error {
-            return Err(ChunkError::Server(error_text(&error)));
-        }
-        if let Some(usage) = chunk.usage {
-            self.usage = Some(usage.into());
-        }
-        // One reply is asked for (no `n`): its choice is the first.
-        if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
-            if let Some(delta) = choice.delta {
-                self.take_message(delta, on_piece)?;
-            }
-            if choice.finish_reason.is_some() {
-                self.finish_reason = choice.finish_reason;
-            }
-        }
-        Ok(())
+/// Takes one event's data: a chunk, or `[DONE]`. Text pieces go to
+/// `on_piece` as they come.
+pub(crate) fn push(
+    reply: &mut Reply,
+    data: &str,
+    on_piece: &mut dyn FnMut(&str),
+) -> Result<(), ChunkError> {
+    if data.trim() == "[DONE]" {
+        reply.done = true;
+        return Ok(());
     }
+    let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+        ChunkError::Malformed(format!(
+            "a stream chunk is not a Chat Completions chunk ({e}): {}",
+            excerpt(data)
+        ))
+    })?;
+    if let Some(error) = chunk.error {
+        return Err(ChunkError::Server(error_text(&error)));
+    }
+    if let Some(usage) = chunk.usage {
+        reply.usage = Some(usage.into());
+    }
+    // One reply is asked for (no `n`): its choice is the first.
+    if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
+        if let Some(delta) = choice.delta {
+            take_message(reply, delta, on_piece)?;
+        }
+        if let Some(reason) = choice.finish_reason {
+            reply.ending = Some(ending(&reason));
+        }
+    }
+    Ok(())
+}
 
-    /// A reply from a server that answered with one JSON object instead of
-    /// a stream; its text goes to `on_piece` in one piece.
-    pub(crate) fn from_completion(
-        body: &str,
-        on_piece: &mut dyn FnMut(&str),
-    ) -> Result<Self, ChunkError> {
-        if let Ok(Json::Object(object)) = serde_json::from_str::<Json>(body) {
-            if let Some(error) = object.get("error") {
-                return Err(ChunkError::Server(error_text(error)));
-            }
+/// A reply from a server that answered with one JSON object instead of
+/// a stream; its text goes to `on_piece` in one piece.
+pub(crate) fn from_completion(
+    body: &str,
+    on_piece: &mut dyn FnMut(&str),
+) -> Result<Reply, ChunkError> {
+    if let Ok(Json::Object(object)) = serde_json::from_str::<Json>(body) {
+        if let Some(error) = object.get("error") {
+            return Err(ChunkError::Server(error_text(error)));
         }
-        let completion: Completion = serde_json::from_str(body).map_err(|e| {
-            ChunkError::Malformed(format!(
-                "the answer is not a Chat Completions response ({e}): {}",
-                excerpt(body)
-            ))
-        })?;
-        let mut reply = Reply {
-            usage: completion.usage.map(Into::into),
-            done: true,
-            ..Reply::default()
-        };
-        if let Some(choice) = completion.choices.into_iter().next() {
-            if let Some(message) = choice.message {
-                reply.take_message(message, on_piece)?;
-            }
-            reply.finish_reason = choice.finish_reason;
-        }
-        Ok(reply)
     }
+    let completion: Completion = serde_json::from_str(body).map_err(|e| {
+        ChunkError::Malformed(format!(
+            "the answer is not a Chat Completions response ({e}): {}",
+            excerpt(body)
+        ))
+    })?;
+    let mut reply = Reply {
+        usage: completion.usage.map(Into::into),
+        done: true,
+        ..Reply::default()
+    };
+    if let Some(choice) = completion.choices.into_iter().next() {
+        if let Some(message) = choice.message {
+            take_message(&mut reply, message, on_piece)?;
+        }
+        reply.ending = choice.finish_reason.as_deref().map(ending);
+    }
+    Ok(reply)
+}
 
-    fn take_message(
-        &mut self,
-        message: MessageJson,
-        on_piece: &mut dyn FnMut(&str),
-    ) -> Result<(), ChunkError> {
-        if let Some(text) = message.content.filter(|t| !t.is_empty()) {
-            self.text.push_str(&text);
-            on_piece(&text);
-        }
-        if let Some(thought) = message.reasoning_content.or(message.reasoning) {
-            self.reasoning.push_str(&thought);
-        }
-        for call in message.tool_calls.unwrap_or_default() {
-            self.take_call(call)?;
-        }
-        Ok(())
+/// `length` is the token limit; anything else (`stop`, `tool_calls`,
+/// `content_filter`) is a finished reply.
+fn ending(finish_reason: &str) -> Ending {
+    match finish_reason {
+        "length" => Ending::Length,
+        _ => Ending::Stop,
     }
+}
 
-    /// Adds a call delta to its call: by `index` when the server gives
-    /// one; else a new id opens a new call and no id continues the last.
-    fn take_call(&mut self, delta: CallJson) -> Result<(), ChunkError> {
-        let slot = match (delta.index, &delta.id) {
-            (Some(index), _) => index,
-            (None, Some(id)) if !self.calls.iter().any(|c| &c.id == id) => self.calls.len(),
-            (None, _) => self.calls.len().saturating_sub(1),
-        };
-        if slot >= MAX_CALLS {
-            return Err(ChunkError::Malformed(format!(
-                "a tool call has index {slot}; at most {MAX_CALLS} calls are taken in one reply"
-            )));
-        }
-        if self.calls.len() <= slot {
-            self.calls.resize_with(slot + 1, PartialCall::default);
-        }
-        let call = &mut self.calls[slot];
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
-            call.id = id;
-        }
-        if let Some(function) = delta.function {
-            // The name comes whole in the first delta; a server that
-            // repeats it in later ones must not double it.
-            if let Some(name) = function.name.filter(|n| !n.is_empty() && *n != call.name) {
-                call.name.push_str(&name);
-            }
-            match function.arguments {
-                Some(Json::String(piece)) => call.arguments.push_str(&piece),
-                // Some servers send the arguments as an object, not a text.
-                Some(Json::Null) | None => {}
-                Some(object) => call.arguments.push_str(&object.to_string()),
-            }
-        }
-        Ok(())
+fn take_message(
+    reply: &mut Reply,
+    message: MessageJson,
+    on_piece: &mut dyn FnMut(&str),
+) -> Result<(), ChunkError> {
+    if let Some(text) = message.content {
+        reply.push_text(&text, on_piece);
     }
-
-    /// Bytes held for this reply, for the caller's bound.
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.text.len()
-            + self.reasoning.len()
-            + self
-                .calls
-                .iter()
-                .map(|c| c.name.len() + c.arguments.len() + c.id.len())
-                .sum::<usize>()
+    if let Some(thought) = message.reasoning_content.or(message.reasoning) {
+        reply.reasoning.push_str(&thought);
     }
-
-    /// Whether anything of the reply has arrived (then it cannot be sent
-    /// again without repeating what the caller saw).
-    pub(crate) fn started(&self) -> bool {
-        !self.text.is_empty() || !self.reasoning.is_empty() || !self.calls.is_empty()
+    for call in message.tool_calls.unwrap_or_default() {
+        take_call(reply, call)?;
     }
+    Ok(())
+}
 
-    /// Whether the server said why the reply ended.
-    pub(crate) fn finished(&self) -> bool {
-        self.finish_reason.is_some()
+/// Adds a call delta to its call: by `index` when the server gives
+/// one; else a new id opens a new call and no id continues the last.
+fn take_call(reply: &mut Reply, delta: CallJson) -> Result<(), ChunkError> {
+    let slot = match (delta.index, &delta.id) {
+        (Some(index), _) => index,
+        (None, Some(id)) if !reply.calls.iter().any(|c| &c.id == id) => reply.calls.len(),
+        (None, _) => reply.calls.len().saturating_sub(1),
+    };
+    let call = reply.call_at(slot)?;
+    if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+        call.id = id;
     }
-
-    /// Why the reply ended: `length` is the token limit; anything else
-    /// (`stop`, `tool_calls`, `content_filter`, none) is a finished reply.
-    pub(crate) fn finish(&self) -> FinishReason {
-        match self.finish_reason.as_deref() {
-            Some("length") => FinishReason::Length,
-            _ => FinishReason::Stop,
+    if let Some(function) = delta.function {
+        // The name comes whole in the first delta; a server that
+        // repeats it in later ones must not double it.
+        if let Some(name) = function.name.filter(|n| !n.is_empty() && *n != call.name) {
+            call.name.push_str(&name);
+        }
+        match function.arguments {
+            Some(Json::String(piece)) => call.arguments.push_str(&piece),
+            // Some servers send the arguments as an object, not a text.
+            Some(Json::Null) | None => {}
+            Some(object) => call.arguments.push_str(&object.to_string()),
         }
     }
-
-    /// The reply's tool calls, in index order; slots no delta filled (a
-    /// gap in the indices) are left out.
-    pub(crate) fn tool_calls(&self) -> Vec<NativeToolCall> {
-        self.calls
-            .iter()
-            .filter(|c| !(c.name.is_empty() && c.arguments.is_empty()))
-            .map(|c| NativeToolCall {
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            })
-            .collect()
-    }
+    Ok(())
 }
 
 impl From<UsageJson> for ReportedUsage {
@@ -433,60 +333,17 @@ impl From<UsageJson> for ReportedUsage {
     }
 }
 
-/// The server's own words from an error body: `{"error": {"message": ...}}`
-/// (OpenAI, vLLM, llama.cpp), `{"error": "..."}` (TGI), `{"message": ...}`,
-/// or the text itself, cut to a readable length.
-pub(crate) fn error_text(body: &Json) -> String {
-    let text = match body {
-        Json::String(text) => text.clone(),
-        Json::Object(object) => {
-            let nested = object.get("error").map(error_text);
-            let message = object
-                .get("message")
-                .or_else(|| object.get("detail"))
-                .and_then(Json::as_str)
-                .map(str::to_string);
-            match (message, nested) {
-                (Some(message), _) => message,
-                (None, Some(nested)) => nested,
-                (None, None) => body.to_string(),
-            }
-        }
-        other => other.to_string(),
-    };
-    excerpt(&text)
-}
-
-/// The server's words from an error body's text, JSON or not.
-pub(crate) fn error_body_text(body: &str) -> String {
-    match serde_json::from_str::<Json>(body) {
-        Ok(json) => error_text(&json),
-        Err(_) if body.trim().is_empty() => "(no error text)".into(),
-        Err(_) => excerpt(body.trim()),
-    }
-}
-
-/// At most 1000 characters of `text`, for an error message.
-pub(crate) fn excerpt(text: &str) -> String {
-    const MAX_CHARS: usize = 1000;
-    match text.char_indices().nth(MAX_CHARS) {
-        Some((at, _)) => format!("{}...", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::{FinishReason, NativeToolCall};
     use crate::message::ToolCall;
 
     fn stream(chunks: &[&str]) -> (Reply, Vec<String>) {
         let mut reply = Reply::default();
         let mut pieces = Vec::new();
         for chunk in chunks {
-            reply
-                .push(chunk, &mut |p| pieces.push(p.to_string()))
-                .unwrap();
+            push(&mut reply, chunk, &mut |p| pieces.push(p.to_string())).unwrap();
         }
         (reply, pieces)
     }
@@ -599,18 +456,19 @@ mod tests {
         let mut reply = Reply::default();
         let mut sink = |_: &str| {};
         assert!(matches!(
-            reply.push("{not json", &mut sink),
+            push(&mut reply, "{not json", &mut sink),
             Err(ChunkError::Malformed(m)) if m.contains("{not json")
         ));
         assert_eq!(
-            reply.push(
+            push(
+                &mut reply,
                 r#"{"error": {"message": "model crashed", "code": 500}}"#,
                 &mut sink
             ),
             Err(ChunkError::Server("model crashed".into()))
         );
         assert!(matches!(
-            reply.push(r#"{"choices":[{"delta":{"tool_calls":[{"index":100000}]}}]}"#, &mut sink),
+            push(&mut reply, r#"{"choices":[{"delta":{"tool_calls":[{"index":100000}]}}]}"#, &mut sink),
             Err(ChunkError::Malformed(m)) if m.contains("index 100000")
         ));
     }
@@ -618,7 +476,7 @@ mod tests {
     #[test]
     fn a_whole_answer_is_read_too() {
         let mut pieces = Vec::new();
-        let reply = Reply::from_completion(
+        let reply = from_completion(
             r#"{"choices":[{"message":{"role":"assistant","content":"Hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
             &mut |p| pieces.push(p.to_string()),
         )
@@ -626,18 +484,5 @@ mod tests {
         assert_eq!(pieces, ["Hi"]);
         assert_eq!(reply.tool_calls().len(), 1);
         assert_eq!(reply.usage.unwrap().prompt_tokens, 3);
-    }
-
-    #[test]
-    fn error_texts_are_the_servers_words() {
-        assert_eq!(
-            error_body_text(r#"{"error": {"message": "Invalid key", "type": "auth"}}"#),
-            "Invalid key"
-        );
-        assert_eq!(error_body_text(r#"{"error": "overloaded"}"#), "overloaded");
-        assert_eq!(error_body_text(r#"{"detail": "Not Found"}"#), "Not Found");
-        assert_eq!(error_body_text("Bad Gateway\n"), "Bad Gateway");
-        assert_eq!(error_body_text(""), "(no error text)");
-        assert_eq!(excerpt(&"é".repeat(1001)).chars().count(), 1003);
     }
 }

@@ -79,6 +79,23 @@ pub(crate) fn parse_retry_after(seconds: Option<&str>, millis: Option<&str>) -> 
         .or_else(|| seconds.and_then(|s| parse(s, 1.0)))
 }
 
+/// The wait a Google error body asks for (`google.rpc.RetryInfo`'s
+/// `retryDelay`, such as `"34.4s"`), which Gemini sends with a 429
+/// instead of a `Retry-After` header.
+pub(crate) fn retry_delay_in_body(body: &str) -> Option<Duration> {
+    let json: serde_json::Value = serde_json::from_str(body).ok()?;
+    let error = match &json {
+        serde_json::Value::Array(items) => items.first()?.get("error")?,
+        other => other.get("error")?,
+    };
+    error
+        .get("details")?
+        .as_array()?
+        .iter()
+        .find_map(|detail| detail.get("retryDelay")?.as_str())
+        .and_then(|delay| parse_retry_after(Some(delay.trim().strip_suffix('s')?), None))
+}
+
 /// Whether an HTTP status is worth another try.
 pub(crate) fn is_transient(status: u16) -> bool {
     status == 408 || status == 429 || (500..600).contains(&status)
@@ -88,7 +105,9 @@ pub(crate) fn is_transient(status: u16) -> bool {
 /// lower case: OpenAI (`context_length_exceeded`, "maximum context
 /// length"), vLLM ("maximum context length", "maximum model length"),
 /// llama.cpp's server (`exceed_context_size_error`, "exceeds the available
-/// context size"), TGI, Anthropic and Gemini.
+/// context size"), TGI, Anthropic ("prompt is too long", "exceed context
+/// limit") and Gemini ("input token count ... exceeds the maximum number of
+/// tokens").
 const OVERFLOW_PHRASES: &[&str] = &[
     "context_length_exceeded",
     "maximum context length",
@@ -101,6 +120,8 @@ const OVERFLOW_PHRASES: &[&str] = &[
     "prompt is too long",
     "input token count",
     "tokens + `max_new_tokens` must be",
+    "exceed context limit",
+    "exceeds the maximum number of tokens",
 ];
 
 /// Whether a 400, 413 or 422 answer says the prompt is too long.
@@ -176,6 +197,8 @@ mod tests {
             r#"{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}}"#,
             r#"{"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`"}"#,
             r#"{"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 208000 tokens > 200000 maximum"}}"#,
+            r#"{"type": "error", "error": {"type": "invalid_request_error", "message": "input length and `max_tokens` exceed context limit: 197202 + 21333 > 200000, decrease input length or `max_tokens` and try again"}}"#,
+            r#"{"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}"#,
         ] {
             assert!(is_context_overflow(400, body), "{body}");
         }
@@ -190,8 +213,26 @@ mod tests {
     }
 
     #[test]
+    fn googles_retry_delay_is_read_from_the_body() {
+        let body = r#"{"error": {"code": 429, "message": "You exceeded your current quota.",
+            "status": "RESOURCE_EXHAUSTED", "details": [
+              {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
+              {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}]}}"#;
+        assert_eq!(
+            retry_delay_in_body(body),
+            Some(Duration::from_millis(34_400))
+        );
+        assert_eq!(
+            retry_delay_in_body(&format!("[{body}]")),
+            Some(Duration::from_millis(34_400))
+        );
+        assert_eq!(retry_delay_in_body(r#"{"error": {"message": "x"}}"#), None);
+        assert_eq!(retry_delay_in_body("Bad Gateway"), None);
+    }
+
+    #[test]
     fn transient_statuses() {
-        for status in [408, 429, 500, 502, 503, 504] {
+        for status in [408, 429, 500, 502, 503, 504, 529] {
             assert!(is_transient(status), "{status}");
         }
         for status in [400, 401, 403, 404, 413, 422] {
