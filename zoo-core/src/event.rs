@@ -1,12 +1,12 @@
 //! Events a chat reports while it runs, for progress displays and logs.
 //!
 //! Every chat reports one ordered stream: `chat_started` first and
-//! `chat_finished` last (on success, limit, rejection and cancel alike; a
-//! chat that fails with an error reports no `chat_finished`, its error is the
-//! end), each `turn_started` followed by its `turn_finished` before the next
-//! turn starts, each `tool_call_started` by its `tool_call_finished`, with
-//! the call's `tool_call_update` and `tool_call_progress` events (reports
-//! of its handler, in the order made) between the two, never after; a
+//! `chat_finished` last (on success, limit, rejection, cancel and error
+//! alike; a failed chat's says `error`), each `turn_started` followed by
+//! its `turn_finished` before the next turn starts, each
+//! `tool_call_started` by its `tool_call_finished`, with the call's
+//! `tool_call_update` and `tool_call_progress` events (reports of its
+//! handler, in the order made) between the two, never after; a
 //! `retry` (a remote request failed and is tried again) comes between a
 //! `turn_started` and its `turn_finished`, before the wait. `seq`
 //! counts the chat's events from 0 without gaps. Reply text is not an event:

@@ -1,4 +1,5 @@
-//! A fake OpenAI-compatible server on 127.0.0.1: it plays scripted answers
+//! A fake model server on 127.0.0.1 (OpenAI-compatible, Anthropic or
+//! Gemini: it speaks whatever its script says): it plays scripted answers
 //! in order (one per request), recording each request, and tells the test
 //! when an answer was sent, so that tests wait on events, never on sleeps.
 //!
@@ -60,7 +61,10 @@ pub struct Request {
 /// The server; it stops accepting when dropped (its threads end with
 /// their connections).
 pub struct FakeServer {
+    /// `http://127.0.0.1:<port>/v1`, an OpenAI-compatible base URL.
     pub base_url: String,
+    /// `http://127.0.0.1:<port>`, the root (Anthropic's and Gemini's base URL).
+    pub root: String,
     requests: Arc<Mutex<Vec<Request>>>,
     /// The index (from 0) of each request whose answer was sent in full,
     /// or up to its hang.
@@ -72,7 +76,8 @@ impl FakeServer {
     /// script gets a 599 that no test expects.
     pub fn start(answers: Vec<Answer>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let root = format!("http://{}", listener.local_addr().unwrap());
+        let base_url = format!("{root}/v1");
         let script = Arc::new(Mutex::new(VecDeque::from(answers)));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (tx, answered) = mpsc::channel();
@@ -86,6 +91,7 @@ impl FakeServer {
         });
         FakeServer {
             base_url,
+            root,
             requests,
             answered,
         }

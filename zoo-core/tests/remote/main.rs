@@ -1,9 +1,13 @@
-//! The OpenAI-compatible remote backend against a fake server on 127.0.0.1
-//! that replays recorded streams: streaming, native tool calls, usage,
-//! retries, errors and cancellation, each asserting the exact response,
-//! requests and error codes.
+//! The remote backends against a fake server on 127.0.0.1 that replays
+//! recorded streams: streaming, native tool calls, usage, retries (and
+//! their events), errors, context overflow and cancellation, each
+//! asserting the exact response, requests, events and error codes. This
+//! file holds the OpenAI-compatible tests and the helpers; `anthropic` and
+//! `gemini` hold theirs.
 
+mod anthropic;
 mod fake_server;
+mod gemini;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -12,8 +16,8 @@ use fake_server::{fixture, Answer, FakeServer};
 use serde_json::{json, Value};
 use zoo_core::backend::{Backend, CacheHint, FinishReason, GenerateRequest};
 use zoo_core::{
-    Agent, ChatOptions, Config, Error, ErrorCode, MaxTokensField, Message, OpenAiProvider,
-    RemoteBackend, StopReason, Tool, ToolCall, ToolChoice,
+    Agent, AgentEvent, ChatOptions, Config, Error, ErrorCode, MaxTokensField, Message,
+    OpenAiProvider, RemoteBackend, Response, StopReason, Tool, ToolCall, ToolChoice,
 };
 
 /// A bound for waits that only a hang would pass (CI may run beside
@@ -105,6 +109,73 @@ fn chat_collecting(
         .wait();
     (result, rx.try_iter().collect())
 }
+
+/// What a chat gave: its result, the streamed text pieces and the events.
+struct Recorded {
+    result: zoo_core::Result<Response>,
+    pieces: Vec<String>,
+    events: Vec<AgentEvent>,
+}
+
+impl Recorded {
+    /// The events' types, in order.
+    fn kinds(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .map(|e| {
+                serde_json::to_value(e).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The events of one type, as JSON without the chat's identity.
+    fn of_kind(&self, kind: &str) -> Vec<Value> {
+        self.events
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .filter(|e| e["type"] == kind)
+            .map(|mut e| {
+                let object = e.as_object_mut().unwrap();
+                for key in ["type", "agent_id", "chat_id", "seq"] {
+                    object.remove(key);
+                }
+                e
+            })
+            .collect()
+    }
+}
+
+/// A chat that records its pieces and events.
+fn chat_recording(agent: &Agent, message: &str) -> Recorded {
+    let (tokens, pieces) = mpsc::channel();
+    let (sink, events) = mpsc::channel();
+    let result = agent
+        .chat(
+            message,
+            ChatOptions::new()
+                .on_token(move |t| tokens.send(t.to_string()).unwrap())
+                .on_event(move |e| sink.send(e.clone()).unwrap()),
+        )
+        .wait();
+    Recorded {
+        result,
+        pieces: pieces.try_iter().collect(),
+        events: events.try_iter().collect(),
+    }
+}
+
+/// The events of a chat with one reply and no tools.
+const PLAIN_CHAT: [&str; 4] = [
+    "chat_started",
+    "turn_started",
+    "turn_finished",
+    "chat_finished",
+];
+/// The events of a chat whose one reply failed (`chat_finished` says `error`).
+const FAILED_CHAT: [&str; 4] = PLAIN_CHAT;
 
 fn roles(history: &[Message]) -> Vec<&'static str> {
     history.iter().map(|m| m.role.as_str()).collect()
@@ -386,8 +457,25 @@ fn a_rate_limit_is_waited_out_as_retry_after_says() {
         Answer::Stream(text_stream(&["After ", "waiting."])),
     ]);
     let agent = agent(provider(&server));
-    let response = agent.chat("Hi", ChatOptions::new()).wait().unwrap();
-    assert_eq!(response.text, "After waiting.");
+    let chat = chat_recording(&agent, "Hi");
+    assert_eq!(chat.result.as_ref().unwrap().text, "After waiting.");
+    assert_eq!(
+        chat.kinds(),
+        [
+            "chat_started",
+            "turn_started",
+            "retry",
+            "turn_finished",
+            "chat_finished"
+        ]
+    );
+    assert_eq!(
+        chat.of_kind("retry"),
+        [
+            json!({"attempt": 1, "max_retries": 2, "delay_ms": 1000, "status": 429,
+                "reason": "HTTP 429: Rate limit reached for requests"})
+        ]
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one retry");
     let waited = requests[1].at - requests[0].at;
@@ -405,8 +493,13 @@ fn a_server_error_is_retried_with_backoff() {
         Answer::Stream(text_stream(&["Fine now."])),
     ]);
     let agent = agent(provider(&server));
-    let response = agent.chat("Hi", ChatOptions::new()).wait().unwrap();
-    assert_eq!(response.text, "Fine now.");
+    let chat = chat_recording(&agent, "Hi");
+    assert_eq!(chat.result.as_ref().unwrap().text, "Fine now.");
+    let retries = chat.of_kind("retry");
+    assert_eq!(retries.len(), 1);
+    assert_eq!(retries[0]["reason"], "HTTP 500: upstream crashed");
+    let delay = retries[0]["delay_ms"].as_u64().unwrap();
+    assert!((250..=500).contains(&delay), "{delay}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     // The first backoff is 250 to 500 ms.
