@@ -229,7 +229,9 @@ typedef void (*zoo_token_fn)(void *user_data,
  * `tool_call_started`, `tool_call_update`, `tool_call_progress`,
  * `tool_call_finished`, `tool_error`,
  * `history_compacted`, `steering_received`, `follow_up_started`,
- * `input_rejected`, `limit_reached`, `chat_finished`), the `agent_id`, `chat_id` and `seq`
+ * `input_rejected`, `limit_reached`, `retry` (a remote model's request
+ * failed and is tried again: `attempt`, `max_retries`, `delay_ms`,
+ * `status`, `reason`), `chat_finished`), the `agent_id`, `chat_id` and `seq`
  * of the event, and the fields of its type. `chat_started` comes first and
  * `chat_finished` last. Runs on the inference thread; valid only during
  * the call.

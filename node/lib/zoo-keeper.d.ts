@@ -151,8 +151,61 @@ export interface OpenAiProvider {
   maxTokensField?: 'max_tokens' | 'max_completion_tokens'
 }
 
+/** How much a model thinks before it answers: a budget of 1024, 4096 or 16384 thinking tokens ('off' by default). */
+export type ThinkingLevel = 'off' | 'low' | 'medium' | 'high'
+
+/**
+ * Claude, through Anthropic's Messages API. Replies stream; tools go to the
+ * API as data; prompt caching is automatic; the sampling settings are the
+ * agent's own (`temperature` at most 1, `maxTokens` 4096 when unset).
+ */
+export interface AnthropicProvider {
+  type: 'anthropic'
+  /** The model's name, such as `claude-sonnet-4-5` (required). */
+  model: string
+  /** The API's address (`https://api.anthropic.com` by default); requests go to `<baseUrl>/v1/messages`. */
+  baseUrl?: string
+  /** The API key, sent as `x-api-key` (never shown in errors or logs). */
+  apiKey?: string
+  /** The environment variable holding the API key, instead of `apiKey`. */
+  apiKeyEnv?: string
+  /** Extra headers sent with every request (`anthropic-version` is 2023-06-01 unless given here). */
+  headers?: Record<string, string>
+  /** Bounds connecting, the wait for an answer and every silence in a stream (600000 by default). */
+  timeoutMs?: number
+  /** Tries after the first for 429, 529, 5xx and failures to connect (2 by default). */
+  maxRetries?: number
+  /** Extended thinking, kept apart from the reply's text. */
+  thinking?: ThinkingLevel
+}
+
+/**
+ * Gemini, through Google's `streamGenerateContent` API. Replies stream;
+ * tools go to the API as data (their schemas mapped onto what Gemini
+ * accepts); the sampling settings are the agent's own.
+ */
+export interface GeminiProvider {
+  type: 'gemini'
+  /** The model's name, such as `gemini-2.5-flash` (required). */
+  model: string
+  /** The API's address (`https://generativelanguage.googleapis.com` by default). */
+  baseUrl?: string
+  /** The API key, sent as `x-goog-api-key` (never in the URL, errors or logs). */
+  apiKey?: string
+  /** The environment variable holding the API key, instead of `apiKey`. */
+  apiKeyEnv?: string
+  /** Extra headers sent with every request. */
+  headers?: Record<string, string>
+  /** Bounds connecting, the wait for an answer and every silence in a stream (600000 by default). */
+  timeoutMs?: number
+  /** Tries after the first for 429, 5xx and failures to connect (2 by default). */
+  maxRetries?: number
+  /** Thinking (`thinkingBudget`), its thoughts kept apart from the reply's text. */
+  thinking?: ThinkingLevel
+}
+
 /** What an agent runs on instead of a local model: an object tagged by `type`. */
-export type Provider = MockProvider | OpenAiProvider
+export type Provider = MockProvider | OpenAiProvider | AnthropicProvider | GeminiProvider
 
 export interface ModelLoadOptions {
   gpuLayers?: number
@@ -392,6 +445,8 @@ export type AgentEvent = EventIdentity &
     | { type: 'follow_up_started'; message: string }
     | { type: 'input_rejected'; reason: string }
     | { type: 'limit_reached'; limit: 'max_turns' | 'max_total_tokens' | 'max_duration_ms'; value: number }
+    /** A remote model's request failed (a rate limit, a server error, no connection) and is tried again after `delayMs`. */
+    | { type: 'retry'; attempt: number; maxRetries: number; delayMs: number; status: number | null; reason: string }
     | { type: 'chat_finished'; stopReason: StopReason; usage: Usage }
   )
 

@@ -88,12 +88,14 @@ class Event:
     """A progress event of a chat. `type` is one of "chat_started",
     "turn_started", "turn_finished", "tool_call_started", "tool_call_update",
     "tool_call_progress", "tool_call_finished", "tool_error", "history_compacted",
-    "steering_received", "follow_up_started", "input_rejected", "limit_reached" or
-    "chat_finished" ("chat_started" comes first and "chat_finished" last; a
-    call's "tool_call_update" (`data["update"]`) and "tool_call_progress"
-    (`data["text"]`) come between its start and its finish); `agent_id`,
-    `chat_id` and `seq` say whose event it is and its place in the chat;
-    `data` holds the fields of its type."""
+    "steering_received", "follow_up_started", "input_rejected", "limit_reached",
+    "retry" or "chat_finished" ("chat_started" comes first and "chat_finished"
+    last; a call's "tool_call_update" (`data["update"]`) and
+    "tool_call_progress" (`data["text"]`) come between its start and its
+    finish; a "retry" says a remote model's request failed and is tried again
+    after `data["delay_ms"]`, with `attempt`, `max_retries`, `status` and
+    `reason`); `agent_id`, `chat_id` and `seq` say whose event it is and its
+    place in the chat; `data` holds the fields of its type."""
 
     type: str
     agent_id: int

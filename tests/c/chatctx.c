@@ -95,6 +95,7 @@ static void on_event(void *user_data, const char *json, size_t len) {
         }
     }
     pthread_mutex_unlock(&ctx->mu);
+    if (ctx->event_hook) ctx->event_hook(ctx, copy);
     free(type);
     free(copy);
 }

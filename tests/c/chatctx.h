@@ -34,6 +34,8 @@ struct chat_ctx {
     char *complete_text; /* NUL-terminated copy of on_complete's text */
     /* Optional hooks, run inside the callbacks after recording. */
     void (*token_hook)(chat_ctx *ctx, const char *text, size_t len);
+    /* Gets each event's JSON, NUL-terminated, valid during the call. */
+    void (*event_hook)(chat_ctx *ctx, const char *json);
     void (*complete_hook)(chat_ctx *ctx, zoo_status status);
     void *hook_data;
 };

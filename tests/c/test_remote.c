@@ -1,10 +1,13 @@
 /*
- * test_remote.c: an agent on an OpenAI-compatible server, chosen by config
- * alone ({"provider": {"type": "openai", "base_url": ...}}), against a tiny
- * fake server on 127.0.0.1 that plays fixed answers: a native tool call
- * streamed in pieces, the answer after it, then a 401.
+ * test_remote.c: an agent on a remote model, chosen by config alone: an
+ * OpenAI-compatible server ({"provider": {"type": "openai", "base_url":
+ * ...}}), Anthropic ({"type": "anthropic", "model": ...}) and Gemini
+ * ({"type": "gemini", "model": ...}), each against a tiny fake server on
+ * 127.0.0.1 that plays fixed answers: native tool calls streamed in
+ * pieces, the answer after them, a rate limit retried (a `retry` event),
+ * a refused key.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* strcasestr */
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -243,4 +246,200 @@ void test_remote_openai_chat(void) {
     free(call);
     free(text);
     free(refused);
+}
+
+/* An answer with a status, a JSON body and one extra header line (or ""). */
+static char *status_answer(int status, const char *extra_header, const char *body) {
+    size_t cap = strlen(body) + strlen(extra_header) + 256;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    snprintf(out, cap,
+             "HTTP/1.1 %d Scripted\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "%sConnection: close\r\n\r\n%s",
+             status, strlen(body), extra_header, body);
+    return out;
+}
+
+/* Keeps the JSON of the chat's retry events (hook_data is a 1 KiB buffer). */
+static void keep_retry(chat_ctx *ctx, const char *json) {
+    if (!jm_is(json, "type", "\"retry\"")) return;
+    char *kept = ctx->hook_data;
+    pthread_mutex_lock(&ctx->mu);
+    snprintf(kept, 1024, "%s", json);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+#define AEVENT(type, json) "event: " type "\ndata: " json "\n\n"
+#define ABLOCK_DELTA(delta) AEVENT("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":" delta "}")
+
+static const char *ANTHROPIC_CALL =
+    AEVENT("message_start", "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\","
+           "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":20,"
+           "\"cache_read_input_tokens\":30,\"output_tokens\":1}}}")
+    AEVENT("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+           "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{}}}")
+    ABLOCK_DELTA("{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \"}")
+    AEVENT("ping", "{\"type\":\"ping\"}")
+    ABLOCK_DELTA("{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"Paris\\\"}\"}")
+    AEVENT("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}")
+    AEVENT("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},"
+           "\"usage\":{\"output_tokens\":12}}")
+    AEVENT("message_stop", "{\"type\":\"message_stop\"}");
+
+static const char *ANTHROPIC_TEXT =
+    AEVENT("message_start", "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"type\":\"message\","
+           "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":60,\"output_tokens\":1}}}")
+    AEVENT("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+           "{\"type\":\"text\",\"text\":\"\"}}")
+    ABLOCK_DELTA("{\"type\":\"text_delta\",\"text\":\"It is 17 degrees \"}")
+    ABLOCK_DELTA("{\"type\":\"text_delta\",\"text\":\"in Paris.\"}")
+    AEVENT("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}")
+    AEVENT("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+           "\"usage\":{\"output_tokens\":8}}")
+    AEVENT("message_stop", "{\"type\":\"message_stop\"}");
+
+/* One chat with the weather tool on `config`; the server's answers must be
+ * a retried 429 (Retry-After: 0), a call and a text. Returns the chat's
+ * outcome for the caller's checks of the requests. */
+static void weather_chat_with_a_retry(fake_server *server, const char *config) {
+    zoo_agent *agent = NULL;
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_agent_create(config, &agent, &err), ZOO_OK, err);
+    atomic_int calls;
+    atomic_init(&calls, 0);
+    CHECK_STATUS(zoo_agent_register_tool(agent, "get_weather", "Current weather for a city",
+                                         "{\"type\":\"object\",\"properties\":{\"city\":"
+                                         "{\"type\":\"string\"}},\"required\":[\"city\"]}",
+                                         weather, &calls, NULL, &err),
+                 ZOO_OK, err);
+    chat_ctx ctx;
+    chat_ctx_init(&ctx);
+    char retry[1024] = "";
+    ctx.event_hook = keep_retry;
+    ctx.hook_data = retry;
+    zoo_chat_callbacks cb = chat_ctx_callbacks(&ctx, false);
+    char *out = NULL;
+    CHECK_STATUS(zoo_agent_chat(agent, "Weather in Paris?", NULL, &cb, &out, &err), ZOO_OK, err);
+    if (out) {
+        char *text = jm_string(out, "text");
+        CHECK_STR(text, "It is 17 degrees in Paris.");
+        free(text);
+        zoo_string_free(out);
+    }
+    CHECK_STR(chat_ctx_stream(&ctx), "It is 17 degrees in Paris.");
+    CHECK(atomic_load(&calls) == 1);
+    CHECK_STR(ctx.events,
+              "chat_started,turn_started,retry,turn_finished,tool_call_started,tool_call_finished,"
+              "turn_started,turn_finished,chat_finished");
+    double attempt = 0, max_retries = 0, delay = -1, status = 0, seq = 0;
+    CHECKF(jm_number(retry, "attempt", &attempt) && attempt == 1, "%s", retry);
+    CHECKF(jm_number(retry, "max_retries", &max_retries) && max_retries == 2, "%s", retry);
+    CHECKF(jm_number(retry, "delay_ms", &delay) && delay == 0, "%s", retry);
+    CHECKF(jm_number(retry, "status", &status) && status == 429, "%s", retry);
+    CHECKF(jm_number(retry, "seq", &seq) && seq == 2, "%s", retry);
+    char *reason = jm_string(retry, "reason");
+    CHECK_STR(reason, "HTTP 429: Too many requests");
+    free(reason);
+    chat_ctx_destroy(&ctx);
+    zoo_agent_free(agent);
+    pthread_join(server->thread, NULL);
+    close(server->listener);
+}
+
+void test_remote_anthropic_chat(void) {
+    fake_server server = {0};
+    char *limited = status_answer(429, "Retry-After: 0\r\n",
+                                  "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\","
+                                  "\"message\":\"Too many requests\"}}");
+    char *call = sse_answer(ANTHROPIC_CALL), *text = sse_answer(ANTHROPIC_TEXT);
+    REQUIRE(limited && call && text);
+    server.answers[0] = limited;
+    server.answers[1] = call;
+    server.answers[2] = text;
+    server.count = 3;
+    REQUIRE(server_start(&server));
+    char config[512];
+    snprintf(config, sizeof config,
+             "{\"provider\": {\"type\": \"anthropic\", \"base_url\": \"http://127.0.0.1:%d\", "
+             "\"model\": \"claude-sonnet-4-5\", \"api_key\": \"sk-ant-c-key\"}}",
+             server.port);
+    weather_chat_with_a_retry(&server, config);
+
+    const char *first = server.requests[1], *second = server.requests[2];
+    REQUIRE(first && second);
+    CHECK(strstr(first, "POST /v1/messages HTTP/1.1\r\n") == first);
+    CHECK(strcasestr(first, "x-api-key: sk-ant-c-key\r\n") != NULL);
+    CHECK(strcasestr(first, "anthropic-version: 2023-06-01\r\n") != NULL);
+    const char *body = strstr(first, "\r\n\r\n") + 4;
+    char *tool = jm_string(body, "tools.0.name");
+    CHECK_STR(tool, "get_weather");
+    free(tool);
+    body = strstr(second, "\r\n\r\n") + 4;
+    char *answered = jm_string(body, "messages.2.content.0.tool_use_id");
+    CHECK_STR(answered, "call_1");
+    free(answered);
+    char *result = jm_string(body, "messages.2.content.0.content");
+    CHECK_STR(result, "{\"temperature_celsius\":17}");
+    free(result);
+    for (int i = 0; i < MAX_ANSWERS; i++) free(server.requests[i]);
+    free(limited);
+    free(call);
+    free(text);
+}
+
+#define GCHUNK(json) "data: " json "\r\n\r\n"
+
+static const char *GEMINI_CALL =
+    GCHUNK("{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":"
+           "{\"name\":\"get_weather\",\"args\":{\"city\":\"Paris\"}}}]},\"index\":0}]}")
+    GCHUNK("{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"\"}]},"
+           "\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":40,"
+           "\"cachedContentTokenCount\":32,\"candidatesTokenCount\":7}}");
+
+static const char *GEMINI_TEXT =
+    GCHUNK("{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"It is 17 degrees \"}]},"
+           "\"index\":0}]}")
+    GCHUNK("{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"in Paris.\"}]},"
+           "\"finishReason\":\"STOP\",\"index\":0}]}");
+
+void test_remote_gemini_chat(void) {
+    fake_server server = {0};
+    char *limited = status_answer(429, "",
+                                  "{\"error\":{\"code\":429,\"message\":\"Too many requests\","
+                                  "\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"@type\":"
+                                  "\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\":\"0s\"}]}}");
+    char *call = sse_answer(GEMINI_CALL), *text = sse_answer(GEMINI_TEXT);
+    REQUIRE(limited && call && text);
+    server.answers[0] = limited;
+    server.answers[1] = call;
+    server.answers[2] = text;
+    server.count = 3;
+    REQUIRE(server_start(&server));
+    char config[512];
+    snprintf(config, sizeof config,
+             "{\"provider\": {\"type\": \"gemini\", \"base_url\": \"http://127.0.0.1:%d\", "
+             "\"model\": \"gemini-2.5-flash\", \"api_key\": \"AIza-c-key\"}}",
+             server.port);
+    weather_chat_with_a_retry(&server, config);
+
+    const char *first = server.requests[1], *second = server.requests[2];
+    REQUIRE(first && second);
+    CHECK(strstr(first, "POST /v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse HTTP/1.1\r\n") ==
+          first);
+    CHECK(strcasestr(first, "x-goog-api-key: AIza-c-key\r\n") != NULL);
+    const char *body = strstr(first, "\r\n\r\n") + 4;
+    char *tool = jm_string(body, "tools.0.functionDeclarations.0.name");
+    CHECK_STR(tool, "get_weather");
+    free(tool);
+    body = strstr(second, "\r\n\r\n") + 4;
+    char *name = jm_string(body, "contents.2.parts.0.functionResponse.name");
+    CHECK_STR(name, "get_weather");
+    free(name);
+    double celsius = 0;
+    CHECK(jm_number(body, "contents.2.parts.0.functionResponse.response.output.temperature_celsius", &celsius) &&
+          celsius == 17);
+    for (int i = 0; i < MAX_ANSWERS; i++) free(server.requests[i]);
+    free(limited);
+    free(call);
+    free(text);
 }

@@ -70,6 +70,8 @@
     X(hooks_argument_errors, 5)              \
     /* test_remote.c */                      \
     X(remote_openai_chat, 30)                \
+    X(remote_anthropic_chat, 30)             \
+    X(remote_gemini_chat, 30)                \
     /* test_scenarios.c */                   \
     X(scenarios, 60)                         \
     /* test_sessions.c */                    \

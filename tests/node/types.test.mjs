@@ -88,7 +88,7 @@ test('MCP servers of both kinds type-check', () => {
   assert.equal(run.status, 0, run.stdout + run.stderr)
 })
 
-test('the mock provider type-checks, and a misspelt one does not', () => {
+test('the mock and remote providers and the retry event type-check, and misspelt ones do not', () => {
   // One tsc run for both files (each run takes seconds): the good one must
   // have no error, each line of the bad one must.
   const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
@@ -99,12 +99,18 @@ test('the mock provider type-checks, and a misspelt one does not', () => {
     "import { Agent, type Provider } from 'zoo-keeper'",
     "const mock: Provider = { type: 'mock', replies: ['Hello!', { error: 'boom' }], pieceDelayMs: 5 }",
     'export const agent = Agent.create({ provider: mock, temperature: 0 })',
+    "const claude: Provider = { type: 'anthropic', model: 'claude-sonnet-4-5', apiKeyEnv: 'ANTHROPIC_API_KEY', thinking: 'low' }",
+    "const gemini: Provider = { type: 'gemini', model: 'gemini-2.5-flash', maxRetries: 3, thinking: 'off' }",
+    'export const remote = [Agent.create({ provider: claude }), Agent.create({ provider: gemini })]',
+    "export const delays = (e: import('zoo-keeper').AgentEvent) => (e.type === 'retry' ? e.delayMs + (e.status ?? 0) : 0)",
   ].join('\n'))
   writeFileSync(bad, [
     "import { Agent } from 'zoo-keeper'",
     "export const a = Agent.create({ provider: { type: 'mock', replies: [42] } })",
     "export const b = Agent.create({ provider: { type: 'mock', piece_delay_ms: 5 } })",
     "export const c = Agent.create({ provider: { type: 'gpt' } })",
+    "export const d = Agent.create({ provider: { type: 'anthropic' } })",
+    "export const e = Agent.create({ provider: { type: 'gemini', model: 'm', thinking: 'max' } })",
   ].join('\n'))
   const { run } = typecheck([good, bad])
   const output = run.stdout + run.stderr
@@ -113,6 +119,8 @@ test('the mock provider type-checks, and a misspelt one does not', () => {
   assert.match(output, /bad_provider\.ts\(2,/)
   assert.match(output, /bad_provider\.ts\(3,/)
   assert.match(output, /bad_provider\.ts\(4,/)
+  assert.match(output, /bad_provider\.ts\(5,/)
+  assert.match(output, /bad_provider\.ts\(6,/)
 })
 
 test('tool contexts and their events type-check, and misuse does not', () => {
