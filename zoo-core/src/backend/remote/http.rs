@@ -2,28 +2,33 @@
 //!
 //! A blocking `ureq` agent does the I/O (no async runtime is needed), but
 //! never on the inference thread: each request runs on a short-lived I/O
-//! thread that reports what it reads (the answer's head, then each
-//! server-sent event, or the whole body) through a bounded channel. The
-//! inference thread waits on that channel in slices of a few milliseconds
-//! and asks its stop condition (a cancel, the chat's deadline) between
-//! them, so a stop is seen at once whatever the I/O is doing, even while a
-//! name is resolved or a connect hangs. On a stop the `ureq` agent is shut
+//! thread that reports what it reads (the answer's head, then the body:
+//! whole, or a stream's bytes as each read returns them) through a bounded
+//! channel. The inference thread waits on that channel in slices of a few
+//! milliseconds and asks its stop condition (a cancel, the chat's deadline)
+//! between them, so a stop is seen at once whatever the I/O is doing, even
+//! while a name is resolved or a connect hangs. A stream's events are cut
+//! and parsed on the inference thread ([`StreamBody`] reads the bytes as
+//! they come): one hand-over per read of the socket, not per event, is what
+//! keeps a fast stream cheap. On a stop the `ureq` agent is shut
 //! down, which closes its sockets so the I/O thread ends promptly too (a
 //! connect in progress ends at its timeout), and a new agent replaces it.
 
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::retry;
-use super::sse::{EventReader, SseError};
 
 /// How often a wait asks its stop condition.
 const STOP_POLL: Duration = Duration::from_millis(10);
-/// Events read ahead of the inference thread at most (backpressure, so a
-/// fast server cannot fill memory while callbacks run).
-const READ_AHEAD: usize = 64;
+/// Reads of a stream held ahead of the inference thread at most
+/// (backpressure, so a fast server cannot fill memory while callbacks run):
+/// with `READ_BYTES` each, at most 1 MiB.
+const READ_AHEAD: usize = 16;
+/// The most one read of a stream takes.
+const READ_BYTES: usize = 64 * 1024;
 /// How long a finished reply waits for the end of its body, so that the
 /// connection can be kept for the next request.
 const END_GRACE: Duration = Duration::from_secs(1);
@@ -33,14 +38,13 @@ pub(crate) struct Request {
     pub(crate) url: String,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Arc<str>,
-    /// The largest error body, stream event or whole answer taken.
+    /// The largest error body or whole answer taken.
     pub(crate) max_error_bytes: u64,
-    pub(crate) max_event_bytes: usize,
     pub(crate) max_body_bytes: u64,
 }
 
 /// What the I/O thread reports, in order: `Failed`, or `Head` then either
-/// `Body` or `Event`s ending with `Event(Ok(None))` or `Event(Err(_))`.
+/// `Body` or `Bytes` ending with `Bytes(Ok(empty))` (the end) or `Bytes(Err(_))`.
 pub(crate) enum Io {
     /// The request got no answer.
     Failed(ureq::Error),
@@ -55,8 +59,9 @@ pub(crate) enum Io {
     /// The body of an error status (its start) or of an answer that does
     /// not stream (at most one byte more than the bound, to tell).
     Body(io::Result<Vec<u8>>),
-    /// The data of the next event; `None` at the end of the stream.
-    Event(Result<Option<String>, SseError>),
+    /// The next bytes of a streamed body as one read returned them; none
+    /// at its end.
+    Bytes(io::Result<Vec<u8>>),
 }
 
 /// A `ureq` agent whose exchanges a stop can cut short.
@@ -125,9 +130,9 @@ impl Exchange<'_> {
                 // The thread ended without its last report: it panicked.
                 Err(RecvTimeoutError::Disconnected) => {
                     self.ended = true;
-                    return Some(Io::Event(Err(SseError::Io(io::Error::other(
+                    return Some(Io::Bytes(Err(io::Error::other(
                         "the HTTP thread ended unexpectedly",
-                    )))));
+                    ))));
                 }
             }
         }
@@ -136,7 +141,7 @@ impl Exchange<'_> {
     /// After a complete reply (`[DONE]`): waits briefly for the end of the
     /// body, so that the connection goes back to the pool for the next
     /// request instead of being closed.
-    pub(crate) fn finish(mut self, stop: &dyn Fn() -> bool) {
+    pub(crate) fn finish(&mut self, stop: &dyn Fn() -> bool) {
         let until = std::time::Instant::now() + END_GRACE;
         while !self.ended && std::time::Instant::now() < until {
             if self.next(stop).is_none() {
@@ -162,10 +167,76 @@ impl Drop for Exchange<'_> {
 }
 
 fn is_last(io: &Io) -> bool {
-    matches!(
-        io,
-        Io::Failed(_) | Io::Body(_) | Io::Event(Ok(None)) | Io::Event(Err(_))
-    )
+    match io {
+        Io::Failed(_) | Io::Body(_) | Io::Bytes(Err(_)) => true,
+        Io::Bytes(Ok(bytes)) => bytes.is_empty(),
+        Io::Head { .. } => false,
+    }
+}
+
+/// A streamed body as the inference thread reads it: the I/O thread's
+/// reads, handed over one at a time. A stop (asked between waits) reads as
+/// an error; the caller tells it from a broken connection by asking its
+/// stop condition again.
+pub(crate) struct StreamBody<'e, 'c> {
+    exchange: &'e mut Exchange<'c>,
+    stop: &'e dyn Fn() -> bool,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl<'e, 'c> StreamBody<'e, 'c> {
+    /// The body of `exchange`, whose head has been read.
+    pub(crate) fn new(exchange: &'e mut Exchange<'c>, stop: &'e dyn Fn() -> bool) -> Self {
+        StreamBody {
+            exchange,
+            stop,
+            chunk: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// After a complete reply: lets the body end (see [`Exchange::finish`]).
+    pub(crate) fn finish(&mut self) {
+        self.exchange.finish(self.stop);
+    }
+}
+
+impl Read for StreamBody<'_, '_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(out.len());
+        out[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for StreamBody<'_, '_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.at == self.chunk.len() {
+            if self.exchange.ended {
+                return Ok(&[]);
+            }
+            match self.exchange.next(self.stop) {
+                None => return Err(io::Error::other("the request was stopped")),
+                Some(Io::Bytes(Ok(bytes))) => {
+                    self.chunk = bytes;
+                    self.at = 0;
+                    if self.chunk.is_empty() {
+                        return Ok(&[]);
+                    }
+                }
+                Some(Io::Bytes(Err(e))) => return Err(e),
+                Some(_) => return Err(io::Error::other("the HTTP thread reported out of order")),
+            }
+        }
+        Ok(&self.chunk[self.at..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.at = (self.at + amount).min(self.chunk.len());
+    }
 }
 
 /// The I/O thread: sends the request and reports what comes back. A report
@@ -221,11 +292,18 @@ fn exchange(agent: &ureq::Agent, request: &Request, reports: &SyncSender<Io>) {
         let _ = reports.send(Io::Body(read));
         return;
     }
-    let mut events = EventReader::new(BufReader::new(reader), request.max_event_bytes);
+    let mut reader = reader;
+    let mut buffer = vec![0; READ_BYTES];
     loop {
-        let event = events.next_data();
-        let last = !matches!(event, Ok(Some(_)));
-        if reports.send(Io::Event(event)).is_err() || last {
+        let read = loop {
+            match reader.read(&mut buffer) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        let report = read.map(|n| buffer[..n].to_vec());
+        let last = !matches!(&report, Ok(bytes) if !bytes.is_empty());
+        if reports.send(Io::Bytes(report)).is_err() || last {
             return;
         }
     }

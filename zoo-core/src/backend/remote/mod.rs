@@ -49,11 +49,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::http::{Client, Exchange, Io};
+use self::http::{Client, Exchange, Io, StreamBody};
 use self::protocol::{Decoder, Protocol, Sampling};
 use self::reply::{ChunkError, Reply, ReportedUsage};
 use self::retry::Failure;
-use self::sse::SseError;
+use self::sse::{EventReader, SseError};
 use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall, RetryInfo};
 use crate::cancel::CancelToken;
 use crate::config::Config;
@@ -312,7 +312,6 @@ impl RemoteBackend {
             headers,
             body: Arc::clone(body),
             max_error_bytes: MAX_ERROR_BYTES,
-            max_event_bytes: MAX_EVENT_BYTES,
             max_body_bytes: MAX_REPLY_BYTES as u64,
         };
         let secrets = Secrets {
@@ -526,35 +525,36 @@ fn read_stream(
     started: Instant,
 ) -> Result<Attempt, Failure> {
     let stop = || interrupt.check().is_some();
+    let mut events = EventReader::new(StreamBody::new(&mut exchange, &stop), MAX_EVENT_BYTES);
     let mut reply = Reply::default();
     let mut first_chunk = None;
     loop {
         let data =
-            match exchange.next(&stop) {
-                None => {
+            match events.next_data() {
+                Ok(Some(data)) => data,
+                Ok(None) if reply.done || reply.finished() => break,
+                Ok(None) => return Err(broken(
+                    label,
+                    &reply,
+                    "the stream ended before the reply did (no reason why it ended, no end marker)",
+                )),
+                // A stop reads as an error of the body: it is a cut, not a break.
+                Err(_) if interrupt.check().is_some() => {
                     return Ok(Attempt {
                         first_chunk,
                         ..Attempt::cut(reply, interrupt)
                     })
                 }
-                Some(Io::Event(Ok(Some(data)))) => data,
-                Some(Io::Event(Ok(None))) if reply.done || reply.finished() => break,
-                Some(Io::Event(Ok(None))) => return Err(broken(
-                    label,
-                    &reply,
-                    "the stream ended before the reply did (no reason why it ended, no end marker)",
-                )),
-                Some(Io::Event(Err(SseError::Io(e)))) => {
+                Err(SseError::Io(e)) => {
                     return Err(broken(label, &reply, &format!("the connection broke: {e}")))
                 }
-                Some(Io::Event(Err(SseError::TooLarge(max)))) => {
+                Err(SseError::TooLarge(max)) => {
                     return Err(Failure::Fatal(provider_error(
                         label,
                         Some(200),
                         format!("a stream event was larger than {} MiB", max / (1024 * 1024)),
                     )))
                 }
-                Some(_) => return Err(unexpected(label)),
             };
         first_chunk.get_or_insert_with(|| started.elapsed());
         match decoder.push(&mut reply, &data, on_piece) {
@@ -572,7 +572,7 @@ fn read_stream(
             )));
         }
         if reply.done {
-            exchange.finish(&stop);
+            events.reader_mut().finish();
             break;
         }
     }
