@@ -62,6 +62,22 @@ pub enum Backend {
     Local,
     /// An OpenAI-compatible server (`--base-url`, `--model NAME`).
     Openai,
+    /// Anthropic's Messages API (`--model NAME`, `--api-key-env`).
+    Anthropic,
+    /// Google's Gemini API (`--model NAME`, `--api-key-env`).
+    Gemini,
+}
+
+impl Backend {
+    /// The provider's `type` in the config, for a remote backend.
+    pub fn provider_type(self) -> Option<&'static str> {
+        match self {
+            Backend::Local => None,
+            Backend::Openai => Some("openai"),
+            Backend::Anthropic => Some("anthropic"),
+            Backend::Gemini => Some("gemini"),
+        }
+    }
 }
 
 /// The agent's settings; each flag overrides the config file's key.
@@ -75,13 +91,13 @@ pub struct AgentArgs {
     /// Local or remote.
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
-    /// The GGUF file (local) or the model's name (openai).
+    /// The GGUF file (local) or the model's name (remote).
     #[arg(long)]
     pub model: Option<String>,
-    /// The server's base URL (openai).
+    /// The server's base URL (remote; each provider has a default but openai).
     #[arg(long)]
     pub base_url: Option<String>,
-    /// The environment variable holding the API key (openai).
+    /// The environment variable holding the API key (remote).
     #[arg(long)]
     pub api_key_env: Option<String>,
     /// The system prompt.

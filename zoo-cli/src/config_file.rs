@@ -158,10 +158,9 @@ fn read_hosts_file(path: &Path) -> Result<Vec<(String, McpTransport)>, String> {
 }
 
 fn apply_flags(keys: &mut Map<String, Value>, args: &AgentArgs) {
-    let remote = args.backend == Some(Backend::Openai);
-    if remote {
+    if let Some(kind) = args.backend.and_then(Backend::provider_type) {
         keys.remove("model_path");
-        let mut provider = json!({"type": "openai"});
+        let mut provider = json!({"type": kind});
         if let Some(url) = &args.base_url {
             provider["base_url"] = json!(url);
         }

@@ -123,6 +123,13 @@ fn errors_go_to_stderr_with_a_failing_status() {
         "{}",
         text(&out.stderr)
     );
+    // A remote backend needs its model's name; the error names the key.
+    let out = zoo(&dir.0, &["run", "--backend", "gemini", "hi"], "");
+    assert!(
+        text(&out.stderr).contains("provider.model"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = zoo(
         &dir.0,
         &["run", "--model", "/nonexistent/model.gguf", "hi"],
