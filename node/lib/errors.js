@@ -1,6 +1,6 @@
 'use strict'
 // ZooError: every error the package raises, with the stable `.code` of
-// DESIGN.md (the same numbers as the C `zoo_status` and Python's `.code`).
+// zoo_core::ErrorCode (the same numbers as the C `zoo_status` and Python's `.code`).
 
 /** Code numbers by name, as in zoo_core::ErrorCode. */
 const ErrorCode = Object.freeze({

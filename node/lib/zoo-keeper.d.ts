@@ -42,7 +42,7 @@ export declare const version: string
 export type ToolChoice = 'auto' | 'required' | 'none' | (string & {})
 export type Template = 'auto' | 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'phi3' | 'gemma' | 'raw' | (string & {})
 
-/** Agent configuration: the keys of DESIGN.md in camelCase. */
+/** Agent configuration: the config keys of the README, in camelCase. */
 export interface AgentConfig {
   /** Path of the GGUF file (or pass `model`). */
   modelPath?: string

@@ -53,8 +53,13 @@ class Metrics:
 
 @dataclass(frozen=True)
 class Response:
-    """The result of a chat. `stop_reason` is "stop", "length", "tool_limit",
-    "cancelled" or "error"."""
+    """The result of a chat. `stop_reason` is "stop" (the model finished),
+    "length" (`max_tokens` or the window), "tool_limit"
+    (`max_tool_iterations`), "limit" (`max_turns`, `max_total_tokens` or
+    `max_duration_ms`; the `limit_reached` event says which), "rejected" (an
+    input filter refused the message; nothing was decoded) or "cancelled".
+    A chat that fails raises instead (its `chat_finished` event says
+    "error")."""
 
     text: str
     stop_reason: str

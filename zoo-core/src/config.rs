@@ -1,4 +1,5 @@
-//! Agent configuration: every key of DESIGN.md, its default and its checks.
+//! Agent configuration: every config key (the README's configuration
+//! table), its default and its checks.
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The lifecycle of an agent (the seed TRD's state machine).
+/// The lifecycle of an agent: loading, then idle and processing in turn,
+/// until it is shut down; `Agent::state` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentState {

@@ -1,4 +1,5 @@
-//! Golden tests: exact prompt strings, named after the seed's test IDs.
+//! Golden tests: exact prompt strings, one per template behaviour, numbered
+//! `te_` like the engine's test matrix (zoo-core/tests/engine/).
 
 use serde_json::json;
 

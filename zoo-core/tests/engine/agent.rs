@@ -67,7 +67,7 @@ impl Backend for ClockedBackend {
 
 #[test]
 fn ag_001_engine_overhead_under_10ms_p99() {
-    // The library's overhead (the seed's G-01): a chat with one tool call and
+    // The library's overhead: a chat with one tool call and
     // a final reply, timed by the engine from the inference thread's start of
     // the turn to the response (`metrics.total_ms`), minus the time spent
     // inside the backend (`prompt_ms + generation_ms`). What remains is
@@ -75,7 +75,7 @@ fn ag_001_engine_overhead_under_10ms_p99() {
     // parsing, validation, the handler, the hand-offs to the tool thread and
     // back, and injection. The history grows over the 300 chats, so the
     // bound holds for a long conversation too. `cargo bench` has the precise
-    // figure for a fresh history; this guards the seed's bound.
+    // figure for a fresh history; this guards a 10 ms bound.
     //
     // On a machine kept busy by other processes, that time also holds the
     // time the agent's threads were ready to run but waited for a core: tens

@@ -61,7 +61,7 @@ fn er_003_wrong_argument_type_fails_validation() {
     );
 }
 
-/// Design note: the TRD injects validation errors as a System message. We
+/// Design note: validation errors could go back as a System message. We
 /// inject them as the failed call's tool result, flagged as an error: it
 /// keeps every call paired with a result (which chat templates and the role
 /// rules require) and models are trained to read tool errors there. Calls

@@ -1,5 +1,6 @@
-//! The seed TRD's traceability matrix (section 8.2), one test per row, named
-//! with its ID, on the mock backend. Template rows (TE) live with the
+//! The engine's test matrix on the mock backend: one test per requirement,
+//! named by area and number (`tq_` request queue, `th_` history, `tr_` tools,
+//! `ta_` agentic loop, `er_` error recovery, `ag_` agent). Template rows (TE) live with the
 //! template module; real-model tests live in `tests/llama.rs`.
 
 mod agent;
