@@ -113,6 +113,37 @@ typedef enum zoo_status {
 } zoo_status;
 
 /**
+ * How much the engine logs; each level includes those above it.
+ */
+typedef enum zoo_log_level {
+  /**
+   * Nothing.
+   */
+  ZOO_LOG_OFF = 0,
+  /**
+   * Failures.
+   */
+  ZOO_LOG_ERROR = 1,
+  /**
+   * Problems the engine worked around (a hook failed, records dropped).
+   */
+  ZOO_LOG_WARN = 2,
+  /**
+   * One record per chat, model reply and tool call.
+   */
+  ZOO_LOG_INFO = 3,
+  /**
+   * Adds each reply's prompt as rendered (`zoo::prompt`) and the model's
+   * raw output (`zoo::raw_output`), and the backend's decisions.
+   */
+  ZOO_LOG_DEBUG = 4,
+  /**
+   * Everything, llama.cpp's own chatter included.
+   */
+  ZOO_LOG_TRACE = 5,
+} zoo_log_level;
+
+/**
  * Which tools a chat may call (the values of `zoo_chat_options.tool_choice`).
  */
 typedef enum zoo_tool_choice {
@@ -382,6 +413,27 @@ typedef struct zoo_hooks {
    */
   zoo_free_fn free_user_data;
 } zoo_hooks;
+
+/**
+ * Receives one log record on the library's `zoo-logs` thread (never on a
+ * thread of the engine, which a slow callback therefore never slows).
+ * `target` (NUL-terminated) is where it comes from: `zoo::chat`,
+ * `zoo::turn`, `zoo::tool`, `zoo::hook`, `zoo::prompt`, `zoo::raw_output`,
+ * `zoo::logs`, or a module path (`llama.cpp`, `zoo_core::mcp`, ...).
+ * `message` (`message_len` bytes, also NUL-terminated; a NUL inside
+ * becomes U+FFFD) is readable on its own. `fields_json` (`fields_len`
+ * bytes, also NUL-terminated) is a JSON object of the structured fields:
+ * `agent_id` and `chat_id` for a record emitted inside a chat, `tool`,
+ * `call_id`, `latency_ms`, `ok` for a tool call, and so on (README: Logs).
+ * All are valid only during the call.
+ */
+typedef void (*zoo_log_fn)(void *user_data,
+                           enum zoo_log_level level,
+                           const char *target,
+                           const char *message,
+                           size_t message_len,
+                           const char *fields_json,
+                           size_t fields_len);
 
 /**
  * Load progress from 0.0 to 1.0, called on the loading thread. Return
@@ -721,6 +773,51 @@ enum zoo_status zoo_hook_result_set_json(struct zoo_hook_result *result,
 enum zoo_status zoo_hook_result_set_error(struct zoo_hook_result *result,
                                           const char *message,
                                           char **out_error);
+
+/**
+ * Sends the engine's log records at `level` and above (a `zoo_log_level`
+ * value) to `callback`, for the whole process, replacing any earlier
+ * callback; a NULL callback (or `ZOO_LOG_OFF`) turns logs off. Silent
+ * until called. `free_user_data` (may be NULL) runs exactly once: after
+ * the callback's last call, once it is replaced or removed, or right away
+ * if this call fails.
+ *
+ * Records are handed over on a thread of the library's own, through a
+ * queue of at most 1024 records (and 4 MiB of text): a callback slower
+ * than the engine makes it drop records, never wait or grow without bound.
+ * `zoo_log_dropped` counts them, and the next record the callback receives
+ * is a `zoo::logs` warning saying how many were lost.
+ *
+ * Errors: `ZOO_INVALID_ARGUMENT` for a level outside 0 to 5, or when the
+ * program has installed a Rust `tracing` subscriber of its own.
+ */
+enum zoo_status zoo_log_set_callback(int32_t level,
+                                     zoo_log_fn callback,
+                                     void *user_data,
+                                     zoo_free_fn free_user_data,
+                                     char **out_error);
+
+/**
+ * Changes the level of the callback set with `zoo_log_set_callback`,
+ * keeping the callback (no effect without one). `ZOO_INVALID_ARGUMENT`
+ * for a level outside 0 to 5.
+ */
+enum zoo_status zoo_log_set_level(int32_t level,
+                                  char **out_error);
+
+/**
+ * Records dropped so far in this process because the callback could not
+ * keep up (see `zoo_log_set_callback`).
+ */
+uint64_t zoo_log_dropped(void);
+
+/**
+ * Waits up to `timeout_ms` until every record emitted so far has been
+ * handed to the callback and the callback has returned (before exiting,
+ * or in a test). Returns whether it has; false at once when called from
+ * the callback itself.
+ */
+bool zoo_log_flush(uint32_t timeout_ms);
 
 /**
  * Connects the agent to an MCP server and registers each of its tools as

@@ -210,6 +210,7 @@ fn backend(api: Api, root: &str, tokens: usize) -> Duration {
         tools: &[],
         tool_choice: &ToolChoice::Auto,
         max_tokens: None,
+        max_calls: 1,
         stop: &[],
         cache_hint: CacheHint::default(),
         deadline: None,

@@ -59,6 +59,11 @@ pub enum ToolExecution {
 
 const U32_MAX_U64: u64 = u32::MAX as u64;
 
+/// Most tool calls one reply of a local model may hold under `parallel` or
+/// `batched` execution (see [`ToolExecution::calls_per_reply`]); a bound,
+/// so that a small model cannot repeat calls until the token limit.
+pub const MAX_CALLS_PER_REPLY: u32 = 8;
+
 impl ToolExecution {
     /// How many calls may run at once.
     pub fn width(self) -> usize {
@@ -66,6 +71,19 @@ impl ToolExecution {
             ToolExecution::Sequential => 1,
             ToolExecution::Parallel => usize::MAX,
             ToolExecution::Batched(n) => n.max(1) as usize,
+        }
+    }
+
+    /// How many tool calls one model reply may hold: one when they would
+    /// run one at a time (the model reads each result before its next
+    /// call, which small models need), up to [`MAX_CALLS_PER_REPLY`] when
+    /// they run together. A backend that constrains calls with a grammar
+    /// (a local model) admits this many; a remote provider decides itself.
+    pub fn calls_per_reply(self) -> u32 {
+        if self.width() == 1 {
+            1
+        } else {
+            MAX_CALLS_PER_REPLY
         }
     }
 

@@ -27,6 +27,21 @@ pub enum StopReason {
     Error,
 }
 
+impl StopReason {
+    /// The reason's name, as it is written in JSON (`"tool_limit"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Stop => "stop",
+            StopReason::Length => "length",
+            StopReason::ToolLimit => "tool_limit",
+            StopReason::Limit => "limit",
+            StopReason::Rejected => "rejected",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Error => "error",
+        }
+    }
+}
+
 /// One tool call the agent executed (or tried to) during a chat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {

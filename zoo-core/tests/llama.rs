@@ -287,6 +287,7 @@ fn required_calls_parse_and_validate_with(max_tokens: Option<u32>) {
             tools: &tools,
             tool_choice: &ToolChoice::Required,
             max_tokens,
+            max_calls: 1,
             stop: &[],
             cache_hint: CacheHint::default(),
             deadline: None,
@@ -365,6 +366,7 @@ fn auto_prose_replies_end_normally_and_loops_are_cut() {
             tools: &tools,
             tool_choice: &ToolChoice::Auto,
             max_tokens: None,
+            max_calls: 1,
             stop: &[],
             cache_hint: CacheHint::default(),
             deadline: None,
@@ -700,6 +702,7 @@ fn auto_request<'a>(messages: &'a [Message], tools: &'a [ToolDefinition]) -> Gen
         tool_choice: &ToolChoice::Auto,
         // Room for a call whose strings run to the grammar's bound.
         max_tokens: Some(200),
+        max_calls: 1,
         stop: &[],
         cache_hint: CacheHint::default(),
         deadline: None,
@@ -1189,4 +1192,168 @@ fn a_tools_progress_reaches_the_events_of_a_real_chat() {
         })
         .collect();
     assert_eq!(kinds, ["started", "progress", "finished"], "{events:?}");
+}
+
+/// Keeps every log record (the handler is process-wide: tests read only
+/// their own agent's records).
+#[derive(Default)]
+struct Records(Mutex<Vec<zoo_core::LogRecord>>);
+
+impl zoo_core::LogHandler for Records {
+    fn log(&self, record: &zoo_core::LogRecord) {
+        self.0.lock().unwrap().push(record.clone());
+    }
+}
+
+#[test]
+fn the_debug_log_carries_the_chatml_prompt_and_the_raw_output() {
+    let _serial = serial();
+    let records = Arc::new(Records::default());
+    zoo_core::logs::set_handler(zoo_core::LogLevel::Debug, Some(records.clone())).unwrap();
+    let agent = Agent::with_model(
+        smollm2(),
+        greedy().max_tokens(16).system_prompt("Answer briefly."),
+    )
+    .unwrap();
+    let response = agent
+        .chat("What is 2+2?", ChatOptions::new())
+        .wait()
+        .unwrap();
+    assert!(zoo_core::logs::flush(Duration::from_secs(60)));
+    zoo_core::logs::set_handler(zoo_core::LogLevel::Off, None).unwrap();
+    let id = json!(agent.id());
+    let ours: Vec<zoo_core::LogRecord> = std::mem::take(&mut *records.0.lock().unwrap())
+        .into_iter()
+        .filter(|r| r.fields.get("agent_id") == Some(&id))
+        .collect();
+    let of = |target: &str| -> Vec<&zoo_core::LogRecord> {
+        ours.iter().filter(|r| r.target == target).collect()
+    };
+    let prompts = of(zoo_core::logs::targets::PROMPT);
+    assert_eq!(prompts.len(), 1, "{ours:#?}");
+    let prompt = &prompts[0];
+    assert_eq!(prompt.fields["form"], "text");
+    assert_eq!(prompt.fields["turn"], 1);
+    // SmolLM2's own template is ChatML: the text the model read, markup and all.
+    assert!(
+        prompt
+            .message
+            .starts_with("<|im_start|>system\nAnswer briefly.<|im_end|>\n"),
+        "{}",
+        prompt.message
+    );
+    assert!(
+        prompt
+            .message
+            .ends_with("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"),
+        "{}",
+        prompt.message
+    );
+    // Exactly what was tokenized: its length is the reply's prompt.
+    assert_eq!(prompt.fields["tokens"], json!(response.usage.prompt_tokens));
+    let outputs = of(zoo_core::logs::targets::RAW_OUTPUT);
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0].message.trim(), response.text);
+    let turns = of(zoo_core::logs::targets::TURN);
+    assert_eq!(turns.len(), 1);
+    assert_eq!(
+        turns[0].fields["completion_tokens"],
+        json!(response.usage.completion_tokens)
+    );
+}
+
+/// Two parties that each wait (up to a generous bound) for the other: a
+/// call that returns `Ok` met the other one while both were running.
+struct Rendezvous {
+    arrived: Mutex<usize>,
+    all_here: std::sync::Condvar,
+}
+
+impl Rendezvous {
+    fn meet(&self, parties: usize) -> Result<(), String> {
+        let mut arrived = self.arrived.lock().unwrap();
+        *arrived += 1;
+        self.all_here.notify_all();
+        let (arrived, timeout) = self
+            .all_here
+            .wait_timeout_while(arrived, Duration::from_secs(60), |n| *n < parties)
+            .unwrap();
+        match timeout.timed_out() {
+            true => Err(format!("only {} of {parties} calls ran at once", *arrived)),
+            false => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn a_parallel_reply_runs_its_two_calls_at_once() {
+    let _serial = serial();
+    let mut config = greedy().max_tokens(48);
+    config.tool_execution = zoo_core::ToolExecution::Parallel;
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    let meeting = Arc::new(Rendezvous {
+        arrived: Mutex::new(0),
+        all_here: std::sync::Condvar::new(),
+    });
+    let met = meeting.clone();
+    agent.register_tool(
+        Tool::new(
+            "get_weather",
+            "Get the current weather for a city",
+            json!({
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City name"}},
+                "required": ["city"]
+            }),
+            move |args| {
+                met.meet(2)?;
+                Ok(json!({"city": args["city"], "temperature_celsius": 17}))
+            },
+        )
+        .unwrap(),
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let response = agent
+        .chat(
+            "What is the weather in Paris and in London?",
+            ChatOptions::new()
+                .tool_choice(ToolChoice::Required)
+                .max_turns(2)
+                .on_event(move |e| sink.lock().unwrap().push(e.kind.clone())),
+        )
+        .wait()
+        .unwrap();
+    // One reply held both calls (the grammar admits several under
+    // `parallel`), and each handler met the other while both ran.
+    let first = agent
+        .history()
+        .into_iter()
+        .find(|m| m.role == Role::Assistant)
+        .unwrap();
+    let cities: Vec<Value> = first
+        .tool_calls
+        .iter()
+        .map(|c| c.arguments["city"].clone())
+        .collect();
+    assert_eq!(cities, [json!("Paris"), json!("London")], "{first:?}");
+    let calls = &response.tool_calls[..2];
+    for (call, city) in calls.iter().zip(["Paris", "London"]) {
+        assert_eq!(
+            call.result,
+            Some(json!({"city": city, "temperature_celsius": 17})),
+            "{call:?}"
+        );
+    }
+    let order: Vec<&str> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|kind| match kind {
+            EventKind::ToolCallStarted { .. } => Some("started"),
+            EventKind::ToolCallFinished { .. } => Some("finished"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order[..4], ["started", "started", "finished", "finished"]);
 }

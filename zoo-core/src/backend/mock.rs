@@ -17,6 +17,7 @@ use super::{Backend, CacheHint, FinishReason, GenerateRequest, Generation};
 use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
 use crate::error::{Error, Result};
+use crate::logs::targets;
 use crate::message::{Message, Role};
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
@@ -322,6 +323,13 @@ impl Backend for MockBackend {
         cancel: &CancelToken,
     ) -> Result<Generation> {
         let started = Instant::now();
+        // The mock renders nothing: what it received is its prompt.
+        tracing::debug!(
+            target: targets::PROMPT,
+            form = "messages",
+            "{}",
+            serde_json::to_string(request.messages).unwrap_or_default()
+        );
         let (reply, delay) = {
             let mut state = self.state.lock();
             state.saw_thread();

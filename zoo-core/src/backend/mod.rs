@@ -41,6 +41,10 @@ pub struct GenerateRequest<'a> {
     pub tool_choice: &'a ToolChoice,
     /// Upper bound on generated tokens; `None` means the context's room.
     pub max_tokens: Option<u32>,
+    /// Most tool calls the reply may hold (at least 1). A backend that
+    /// constrains calls with a grammar admits up to this many, one after
+    /// the other; one that receives calls as data may ignore it.
+    pub max_calls: u32,
     /// Strings that end the reply.
     pub stop: &'a [String],
     /// KV-cache advice.

@@ -51,6 +51,7 @@ use crate::config::{ToolChoice, ToolExecution};
 use crate::context::{cut_middle, CompactionLevel, ContextStrategy, Pass};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{AgentEvent, EventKind};
+use crate::logs::targets;
 use crate::message::{Message, Role, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
 use crate::tools::context::{Drained, Report, ToolContext};
@@ -714,10 +715,16 @@ impl Turn<'_, '_> {
         self.metrics.iterations += 1;
         let turn = self.metrics.iterations;
         self.callbacks.event(EventKind::TurnStarted { turn });
+        // Records of the reply (the prompt, the raw output, the backend's
+        // own) carry the turn; at the error level, like the chat's span.
+        let span = tracing::error_span!(target: targets::TURN, "turn", turn);
+        let _in_turn = span.enter();
+        let started = Instant::now();
         let mut generation = self.generate(tools, tool_choice, rag_context);
         if matches!(generation, Err(Error::ContextOverflow(_))) && self.compact_after_overflow()? {
             generation = self.generate(tools, tool_choice, rag_context);
         }
+        log_turn(turn, &generation, started.elapsed());
         if let (Ok(reply), Some(hooks)) = (&generation, &self.callbacks.hooks) {
             if let Err(message) = hooks.after_turn(turn, &reply.text) {
                 hooks::report_failure(hooks.as_ref(), "after_turn", &message);
@@ -771,6 +778,7 @@ impl Turn<'_, '_> {
             tools,
             tool_choice,
             max_tokens: self.reply_limit(),
+            max_calls: self.settings.tool_execution.calls_per_reply(),
             stop: &self.settings.stop,
             cache_hint: CacheHint {
                 stable_prefix: self.history.stable_prefix(),
@@ -806,6 +814,7 @@ impl Turn<'_, '_> {
         if let Some(text) = filter.finish() {
             self.callbacks.token(&text);
         }
+        tracing::debug!(target: targets::RAW_OUTPUT, "{}", generation.text);
         self.history.mark_sent();
         self.usage.add(Usage {
             prompt_tokens: generation.prompt_tokens,
@@ -981,6 +990,7 @@ impl Turn<'_, '_> {
         error: Option<String>,
         duration_ms: f64,
     ) {
+        log_tool_call(call, error.as_deref(), duration_ms);
         self.records.push(ToolCallRecord {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -1277,6 +1287,65 @@ fn reply_reserve(max_tokens: Option<u32>, context: u32) -> u32 {
     match max_tokens {
         Some(max) => max.min(context / 2),
         None => DEFAULT_REPLY_RESERVE.min(context / 4),
+    }
+}
+
+/// A model reply's `zoo::turn` line.
+fn log_turn(turn: u32, generation: &Result<Generation>, elapsed: Duration) {
+    let latency_ms = ms(elapsed);
+    match generation {
+        Ok(g) => tracing::info!(
+            target: targets::TURN,
+            turn,
+            finish = finish_name(g.finish),
+            prompt_tokens = g.prompt_tokens,
+            cached_tokens = g.cached_tokens,
+            completion_tokens = g.completion_tokens,
+            latency_ms,
+            "turn {turn}: {} prompt tokens ({} cached), {} generated in {latency_ms:.1} ms",
+            g.prompt_tokens,
+            g.cached_tokens,
+            g.completion_tokens,
+        ),
+        Err(error) => tracing::warn!(
+            target: targets::TURN,
+            turn,
+            error = %error,
+            latency_ms,
+            "turn {turn} failed after {latency_ms:.1} ms: {error}",
+        ),
+    }
+}
+
+fn finish_name(finish: FinishReason) -> &'static str {
+    match finish {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::Cancelled => "cancelled",
+    }
+}
+
+/// A tool call's `zoo::tool` line.
+fn log_tool_call(call: &ToolCall, error: Option<&str>, latency_ms: f64) {
+    let (tool, call_id) = (call.name.as_str(), call.id.as_str());
+    match error {
+        None => tracing::info!(
+            target: targets::TOOL,
+            tool,
+            call_id,
+            ok = true,
+            latency_ms,
+            "tool `{tool}` ({call_id}) returned in {latency_ms:.1} ms",
+        ),
+        Some(error) => tracing::info!(
+            target: targets::TOOL,
+            tool,
+            call_id,
+            ok = false,
+            error,
+            latency_ms,
+            "tool `{tool}` ({call_id}) failed in {latency_ms:.1} ms: {error}",
+        ),
     }
 }
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::logs::targets;
 use crate::message::{Message, ToolCall};
 
 /// What a `before_tool_call` hook decides about a call.
@@ -113,7 +114,7 @@ pub trait Hooks: Send + Sync {
 
 /// A hook's failure: logged and passed to `on_error`, as the module says.
 pub(crate) fn report_failure(hooks: &dyn Hooks, hook: &str, message: &str) {
-    tracing::warn!(hook, message, "a hook failed");
+    tracing::warn!(target: targets::HOOK, hook, error = message, "the {hook} hook failed: {message}");
     hooks.on_error(&Error::Internal(format!(
         "the {hook} hook failed: {message}"
     )));

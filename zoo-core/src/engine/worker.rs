@@ -25,6 +25,7 @@ use crate::cancel::CancelToken;
 use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::EventKind;
+use crate::logs::targets;
 use crate::message::Message;
 use crate::response::{Metrics, Response, StopReason, Usage};
 use crate::skills::{self, Skills};
@@ -280,6 +281,12 @@ fn run_chat(
         cancel: cancel.clone(),
         completion,
     };
+    // Every record the chat emits on this thread carries its identity. The
+    // span is context, not a record: at the error level, it is there
+    // whatever level the records are collected at.
+    let span =
+        tracing::error_span!(target: targets::CHAT, "chat", agent_id = shared.agent_id, chat_id);
+    let _in_chat = span.enter();
     let settings = turn_settings(&shared.config, &mut options);
     let rag_context = options.rag_context.take();
     let mut callbacks = Callbacks {
@@ -330,6 +337,7 @@ fn run_chat(
         }
         result
     };
+    log_chat_end(&result);
     if let (Err(error), Some(hooks)) = (&result, &callbacks.hooks) {
         hooks.on_error(error);
     }
@@ -345,6 +353,33 @@ fn run_chat(
     drop(callbacks);
     drop(options);
     finish_chat(job_completion, result);
+}
+
+/// The chat's one `zoo::chat` line: how it ended, in how many turns and
+/// calls, with its tokens and time.
+fn log_chat_end(result: &Result<Response>) {
+    match result {
+        Ok(response) => tracing::info!(
+            target: targets::CHAT,
+            stop_reason = response.stop_reason.name(),
+            turns = response.metrics.iterations,
+            tool_calls = response.tool_calls.len(),
+            prompt_tokens = response.usage.prompt_tokens,
+            completion_tokens = response.usage.completion_tokens,
+            latency_ms = response.metrics.total_ms,
+            "chat ended ({}) after {} turns and {} tool calls in {:.1} ms",
+            response.stop_reason.name(),
+            response.metrics.iterations,
+            response.tool_calls.len(),
+            response.metrics.total_ms,
+        ),
+        Err(error) => tracing::warn!(
+            target: targets::CHAT,
+            stop_reason = StopReason::Error.name(),
+            error = %error,
+            "chat failed: {error}",
+        ),
+    }
 }
 
 /// A chat's settings: the agent's config with the chat's overrides.

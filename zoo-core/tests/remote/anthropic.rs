@@ -261,6 +261,7 @@ fn thinking_stays_out_of_the_text_and_its_signed_block_goes_back_with_the_call()
         tools: &tools,
         tool_choice: &ToolChoice::Auto,
         max_tokens: None,
+        max_calls: 1,
         stop: &[],
         cache_hint: CacheHint::default(),
         deadline: None,

@@ -255,6 +255,7 @@ fn thinking_is_asked_for_and_its_thoughts_stay_out_of_the_text() {
         tools: &[],
         tool_choice: &ToolChoice::Auto,
         max_tokens: None,
+        max_calls: 1,
         stop: &[],
         cache_hint: CacheHint::default(),
         deadline: None,

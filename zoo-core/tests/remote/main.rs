@@ -771,6 +771,7 @@ fn reasoning_stays_out_of_the_text_and_is_kept() {
         tools: &[],
         tool_choice: &ToolChoice::Auto,
         max_tokens: None,
+        max_calls: 1,
         stop: &[],
         cache_hint: CacheHint::default(),
         deadline: None,

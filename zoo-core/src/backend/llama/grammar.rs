@@ -5,12 +5,13 @@
 use crate::error::{Error, Result};
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
-/// A grammar for exactly one call to one of `tools`, in `format`. The
+/// A grammar for one to `max_calls` calls to `tools`, in `format`. The
 /// converter's whitespace rule is bounded (at most two newlines and twenty
 /// indents), so the grammar never admits endless whitespace.
 pub(crate) fn tool_call_grammar(
     format: ToolCallFormat,
     tools: &[ToolDefinition],
+    max_calls: u32,
 ) -> Result<String> {
     let schema = format.call_schema(tools);
     let converted = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
@@ -41,11 +42,23 @@ pub(crate) fn tool_call_grammar(
         ));
     }
     Ok(format!(
-        "root ::= {} call {}\n{}\n",
-        gbnf_literal(format.prefix()),
-        gbnf_literal(format.suffix()),
+        "root ::= {}\n{}\n",
+        calls_rule(format, max_calls),
         body.join("\n")
     ))
+}
+
+/// The top rule: one call, or up to `max_calls` written as the parser
+/// reads several (a list inside one `[TOOL_CALLS][...]` for Mistral, one
+/// call per line otherwise).
+fn calls_rule(format: ToolCallFormat, max_calls: u32) -> String {
+    let (prefix, suffix) = (gbnf_literal(format.prefix()), gbnf_literal(format.suffix()));
+    let more = max_calls.max(1) - 1;
+    match (more, format) {
+        (0, _) => format!("{prefix} call {suffix}"),
+        (_, ToolCallFormat::Mistral) => format!("{prefix} call (\", \" call){{0,{more}}} {suffix}"),
+        _ => format!("{prefix} call {suffix} (\"\\n\" {prefix} call {suffix}){{0,{more}}}"),
+    }
 }
 
 /// A GBNF string literal (an empty string becomes an empty literal).
@@ -77,13 +90,47 @@ mod tests {
             description: "Weather".into(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         }];
-        let g = tool_call_grammar(ToolCallFormat::Hermes, &tools).unwrap();
+        let g = tool_call_grammar(ToolCallFormat::Hermes, &tools, 1).unwrap();
         assert!(
-            g.starts_with("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\""),
+            g.starts_with("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n"),
             "{g}"
         );
         assert!(g.contains("call ::="), "{g}");
         assert!(g.contains("get_weather"), "{g}");
         assert_eq!(g.matches("root ::=").count(), 1);
+    }
+
+    #[test]
+    fn several_calls_are_written_as_the_parser_reads_them() {
+        assert_eq!(
+            calls_rule(ToolCallFormat::Hermes, 3),
+            r#""<tool_call>\n" call "\n</tool_call>" ("\n" "<tool_call>\n" call "\n</tool_call>"){0,2}"#
+        );
+        assert_eq!(
+            calls_rule(ToolCallFormat::Mistral, 8),
+            r#""[TOOL_CALLS][" call (", " call){0,7} "]""#
+        );
+        assert_eq!(calls_rule(ToolCallFormat::Llama3, 0), r#""" call """#);
+        let text = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
+        let names: Vec<String> = crate::tools::parser::parse(text)
+            .calls
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        let text = "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]";
+        let names: Vec<String> = crate::tools::parser::parse(text)
+            .calls
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        let text = "{\"name\": \"a\", \"parameters\": {}}\n{\"name\": \"b\", \"parameters\": {}}";
+        let names: Vec<String> = crate::tools::parser::parse(text)
+            .calls
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
     }
 }

@@ -34,6 +34,7 @@ use super::{Backend, FinishReason, GenerateRequest, Generation};
 use crate::cancel::CancelToken;
 use crate::config::{Config, ToolChoice};
 use crate::error::{Error, Result};
+use crate::logs::targets;
 use crate::message::Message;
 use crate::template::ChatTemplate;
 use crate::tools::{ToolCallFormat, ToolDefinition};
@@ -45,7 +46,7 @@ use crate::tools::{ToolCallFormat, ToolDefinition};
 /// -10.3). Models trained for tools put nearly all weight (about 0) on the
 /// opening when a tool fits, so the bound holds for them too.
 pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
-/// Tokens a tool call may take once it has begun, whatever the request's
+/// Tokens each tool call may take once it has begun, whatever the request's
 /// `max_tokens`: a call cut off by the reply limit is no call at all, so a
 /// forced call (and an `auto` call once its trigger is written) runs past
 /// `max_tokens` up to this hard cap. The call grammar bounds every string
@@ -351,6 +352,7 @@ impl<'m> LlamaBackend<'m> {
             .template
             .render(request.messages, request.tools, true)?;
         let tokens = self.tokenize(&prompt, true);
+        tracing::debug!(target: targets::PROMPT, form = "text", tokens = tokens.len(), "{prompt}");
         let n_ctx = self.ctx.n_ctx() as usize;
         if tokens.len() >= n_ctx {
             return Err(Error::ContextOverflow(format!(
@@ -522,15 +524,21 @@ impl<'m> LlamaBackend<'m> {
         })
     }
 
-    /// The grammar for a call to one of `tools`, cached by tool set.
-    fn grammar_for(&mut self, format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
-        let key = format!("{format:?}{}", serde_json::to_string(tools)?);
+    /// The grammar for up to `max_calls` calls to `tools`, cached by tool
+    /// set and count.
+    fn grammar_for(
+        &mut self,
+        format: ToolCallFormat,
+        tools: &[ToolDefinition],
+        max_calls: u32,
+    ) -> Result<String> {
+        let key = format!("{format:?}{max_calls}{}", serde_json::to_string(tools)?);
         if let Some((cached_key, grammar)) = &self.grammar_cache {
             if *cached_key == key {
                 return Ok(grammar.clone());
             }
         }
-        let grammar = grammar::tool_call_grammar(format, tools)?;
+        let grammar = grammar::tool_call_grammar(format, tools, max_calls)?;
         self.grammar_cache = Some((key, grammar.clone()));
         Ok(grammar)
     }
@@ -550,11 +558,11 @@ impl<'m> LlamaBackend<'m> {
         let constrained = call_tools.is_some();
         let bad = |e| Error::Internal(format!("llama.cpp rejected the tool-call grammar: {e}"));
         if let Some(tools) = call_tools {
-            let grammar = self.grammar_for(format, tools)?;
+            let grammar = self.grammar_for(format, tools, request.max_calls)?;
             let llama = &self.model.llama;
             chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
         } else if !request.tools.is_empty() && *request.tool_choice == ToolChoice::Auto {
-            let grammar = self.grammar_for(format, request.tools)?;
+            let grammar = self.grammar_for(format, request.tools, request.max_calls)?;
             let llama = &self.model.llama;
             chain.push(
                 LlamaSampler::grammar_lazy(llama, &grammar, "root", [format.trigger()], &[])
@@ -669,8 +677,10 @@ impl LlamaBackend<'_> {
             CallTools::Only(tools) => Some(tools),
         };
         let (mut sampler, constrained) = self.sampler(request, call_tools.as_deref())?;
+        // Each call the grammar admits gets its own budget.
+        let calls_budget = MAX_CALL_TOKENS.saturating_mul(request.max_calls.max(1));
         let mut limit = match constrained {
-            true => MAX_CALL_TOKENS,
+            true => calls_budget,
             false => request.max_tokens.unwrap_or(u32::MAX),
         };
         let mut call_begun = constrained;
@@ -728,7 +738,7 @@ impl LlamaBackend<'_> {
             }
             if !call_begun && lazy_call_begun(request, &generation.text, trigger) {
                 call_begun = true;
-                limit = limit.max(generation.completion_tokens.saturating_add(MAX_CALL_TOKENS));
+                limit = limit.max(generation.completion_tokens.saturating_add(calls_budget));
             }
             if !self.decode(&[token], true)? {
                 break FinishReason::Cancelled;

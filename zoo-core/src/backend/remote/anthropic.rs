@@ -700,6 +700,7 @@ mod tests {
             tools,
             tool_choice: choice,
             max_tokens: None,
+            max_calls: 1,
             stop: &[],
             cache_hint: CacheHint::default(),
             deadline: None,

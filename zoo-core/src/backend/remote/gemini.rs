@@ -450,6 +450,7 @@ mod tests {
             tools,
             tool_choice: choice,
             max_tokens: Some(100),
+            max_calls: 1,
             stop: &[],
             cache_hint: CacheHint::default(),
             deadline: None,

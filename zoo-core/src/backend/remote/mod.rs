@@ -58,6 +58,7 @@ use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall, 
 use crate::cancel::CancelToken;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::logs::targets;
 use crate::message::Message;
 use crate::tools::ToolCallFormat;
 
@@ -246,6 +247,8 @@ impl RemoteBackend {
             .protocol
             .body(self.model.as_deref(), request, &self.sampling)
             .to_string();
+        // The request as sent; the key travels in a header, never here.
+        tracing::debug!(target: targets::PROMPT, form = "request_body", "{body}");
         let body: Arc<str> = Arc::from(body);
         let mut retries = 0;
         loop {
