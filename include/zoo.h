@@ -211,115 +211,6 @@ typedef struct zoo_tool_context zoo_tool_context;
 typedef struct zoo_tool_result zoo_tool_result;
 
 /**
- * Per-chat options. Zero-initialise (`zoo_chat_options o = {0};`) for the
- * agent's defaults.
- */
-typedef struct zoo_chat_options {
-  /**
-   * A `zoo_tool_choice` value; others give `ZOO_INVALID_ARGUMENT`.
-   */
-  int32_t tool_choice;
-  /**
-   * The tool for `ZOO_TOOL_CHOICE_NAMED` (else ignored; may be NULL).
-   */
-  const char *tool_name;
-  /**
-   * Reply token limit; 0 keeps the agent's.
-   */
-  uint32_t max_tokens;
-  /**
-   * Retrieved context shown for this turn only, never stored; may be NULL.
-   */
-  const char *rag_context;
-  /**
-   * Model replies this chat may take; 0 keeps the agent's `max_turns`.
-   */
-  uint32_t max_turns;
-  /**
-   * Tokens this chat may use; 0 keeps the agent's `max_total_tokens`.
-   */
-  uint64_t max_total_tokens;
-  /**
-   * Milliseconds this chat may run; 0 keeps the agent's `max_duration_ms`.
-   */
-  uint64_t max_duration_ms;
-} zoo_chat_options;
-
-/**
- * Receives reply text as it is generated: `len` bytes of UTF-8 at `text`
- * (not NUL-terminated), never a split character. Runs on the inference
- * thread; `text` is valid only during the call.
- */
-typedef void (*zoo_token_fn)(void *user_data,
-                             const char *text,
-                             size_t len);
-
-/**
- * Receives a progress event as JSON (`len` bytes, not NUL-terminated): a
- * `type` (`chat_started`, `turn_started`, `turn_finished`,
- * `tool_call_started`, `tool_call_update`, `tool_call_progress`,
- * `tool_call_finished`, `tool_error`,
- * `history_compacted`, `steering_received`, `follow_up_started`,
- * `input_rejected`, `limit_reached`, `retry` (a remote model's request
- * failed and is tried again: `attempt`, `max_retries`, `delay_ms`,
- * `status`, `reason`), `chat_finished`), the `agent_id`, `chat_id` and `seq`
- * of the event, and the fields of its type. `chat_started` comes first and
- * `chat_finished` last. Runs on the inference thread; valid only during
- * the call.
- */
-typedef void (*zoo_event_fn)(void *user_data,
-                             const char *event_json,
-                             size_t len);
-
-/**
- * Receives the end of an asynchronous chat, once, on the inference thread,
- * after the chat's handle has resolved: with `ZOO_OK`, `text` is the
- * response JSON; otherwise it is the error message (`len` bytes, not
- * NUL-terminated, valid only during the call). It may free the agent.
- */
-typedef void (*zoo_complete_fn)(void *user_data,
-                                enum zoo_status status,
-                                const char *text,
-                                size_t len);
-
-/**
- * Frees a `user_data`. Runs exactly once, on whichever thread releases the
- * last reference (possibly the inference thread).
- */
-typedef void (*zoo_free_fn)(void *user_data);
-
-/**
- * The callbacks of one chat, all called with `user_data`, in order, on the
- * agent's inference thread. Any may be NULL. `free_user_data` (may be NULL)
- * runs exactly once after the last callback: for `zoo_agent_chat`, before
- * it returns; for `zoo_agent_chat_async`, after `on_complete`; and right
- * away if the call fails.
- */
-typedef struct zoo_chat_callbacks {
-  /**
-   * Streamed reply text.
-   */
-  zoo_token_fn on_token;
-  /**
-   * Progress events as JSON.
-   */
-  zoo_event_fn on_event;
-  /**
-   * The end of the chat (`zoo_agent_chat_async` only; must be NULL for
-   * `zoo_agent_chat`).
-   */
-  zoo_complete_fn on_complete;
-  /**
-   * Passed to every callback.
-   */
-  void *user_data;
-  /**
-   * Frees `user_data`.
-   */
-  zoo_free_fn free_user_data;
-} zoo_chat_callbacks;
-
-/**
  * A hook. Runs on the agent's inference thread, one at a time, while a
  * chat is blocked on it. `input_json` (`input_len` bytes, also
  * NUL-terminated) is valid only during the call; its shape is given with
@@ -347,6 +238,12 @@ typedef void (*zoo_hook_error_fn)(void *user_data,
                                   enum zoo_status code,
                                   const char *message,
                                   size_t message_len);
+
+/**
+ * Frees a `user_data`. Runs exactly once, on whichever thread releases the
+ * last reference (possibly the inference thread).
+ */
+typedef void (*zoo_free_fn)(void *user_data);
 
 /**
  * The hooks of an agent's chats. Every callback may be NULL (that point
@@ -413,6 +310,117 @@ typedef struct zoo_hooks {
    */
   zoo_free_fn free_user_data;
 } zoo_hooks;
+
+/**
+ * Per-chat options. Zero-initialise (`zoo_chat_options o = {0};`) for the
+ * agent's defaults.
+ */
+typedef struct zoo_chat_options {
+  /**
+   * A `zoo_tool_choice` value; others give `ZOO_INVALID_ARGUMENT`.
+   */
+  int32_t tool_choice;
+  /**
+   * The tool for `ZOO_TOOL_CHOICE_NAMED` (else ignored; may be NULL).
+   */
+  const char *tool_name;
+  /**
+   * Reply token limit; 0 keeps the agent's.
+   */
+  uint32_t max_tokens;
+  /**
+   * Retrieved context shown for this turn only, never stored; may be NULL.
+   */
+  const char *rag_context;
+  /**
+   * Model replies this chat may take; 0 keeps the agent's `max_turns`.
+   */
+  uint32_t max_turns;
+  /**
+   * Tokens this chat may use; 0 keeps the agent's `max_total_tokens`.
+   */
+  uint64_t max_total_tokens;
+  /**
+   * Milliseconds this chat may run; 0 keeps the agent's `max_duration_ms`.
+   */
+  uint64_t max_duration_ms;
+  /**
+   * Hooks for this chat instead of the agent's (`zoo_agent_set_hooks`);
+   * NULL keeps the agent's, and a struct whose callbacks are all NULL
+   * runs none. Read during the call; its `user_data` is kept until the
+   * chat ends, and its `free_user_data` runs once, after the chat's last
+   * hook call (or right away if the call fails).
+   */
+  const struct zoo_hooks *hooks;
+} zoo_chat_options;
+
+/**
+ * Receives reply text as it is generated: `len` bytes of UTF-8 at `text`
+ * (not NUL-terminated), never a split character. Runs on the inference
+ * thread; `text` is valid only during the call.
+ */
+typedef void (*zoo_token_fn)(void *user_data,
+                             const char *text,
+                             size_t len);
+
+/**
+ * Receives a progress event as JSON (`len` bytes, not NUL-terminated): a
+ * `type` (`chat_started`, `turn_started`, `turn_finished`,
+ * `tool_call_started`, `tool_call_update`, `tool_call_progress`,
+ * `tool_call_finished`, `tool_error`,
+ * `history_compacted`, `steering_received`, `follow_up_started`,
+ * `input_rejected`, `limit_reached`, `retry` (a remote model's request
+ * failed and is tried again: `attempt`, `max_retries`, `delay_ms`,
+ * `status`, `reason`), `chat_finished`), the `agent_id`, `chat_id` and `seq`
+ * of the event, and the fields of its type. `chat_started` comes first and
+ * `chat_finished` last. Runs on the inference thread; valid only during
+ * the call.
+ */
+typedef void (*zoo_event_fn)(void *user_data,
+                             const char *event_json,
+                             size_t len);
+
+/**
+ * Receives the end of an asynchronous chat, once, on the inference thread,
+ * after the chat's handle has resolved: with `ZOO_OK`, `text` is the
+ * response JSON; otherwise it is the error message (`len` bytes, not
+ * NUL-terminated, valid only during the call). It may free the agent.
+ */
+typedef void (*zoo_complete_fn)(void *user_data,
+                                enum zoo_status status,
+                                const char *text,
+                                size_t len);
+
+/**
+ * The callbacks of one chat, all called with `user_data`, in order, on the
+ * agent's inference thread. Any may be NULL. `free_user_data` (may be NULL)
+ * runs exactly once after the last callback: for `zoo_agent_chat`, before
+ * it returns; for `zoo_agent_chat_async`, after `on_complete`; and right
+ * away if the call fails.
+ */
+typedef struct zoo_chat_callbacks {
+  /**
+   * Streamed reply text.
+   */
+  zoo_token_fn on_token;
+  /**
+   * Progress events as JSON.
+   */
+  zoo_event_fn on_event;
+  /**
+   * The end of the chat (`zoo_agent_chat_async` only; must be NULL for
+   * `zoo_agent_chat`).
+   */
+  zoo_complete_fn on_complete;
+  /**
+   * Passed to every callback.
+   */
+  void *user_data;
+  /**
+   * Frees `user_data`.
+   */
+  zoo_free_fn free_user_data;
+} zoo_chat_callbacks;
 
 /**
  * Receives one log record on the library's `zoo-logs` thread (never on a

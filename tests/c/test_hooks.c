@@ -334,3 +334,65 @@ void test_hooks_argument_errors(void) {
     CHECK_STATUS(zoo_hook_result_set_error(NULL, "x", &err), ZOO_INVALID_ARGUMENT, err);
     CHECK_ERROR_MESSAGE(err);
 }
+
+/* Hooks of one chat, in zoo_chat_options.hooks: they run instead of the
+ * agent's for that chat only, and their user_data is freed once, when the
+ * chat ends (or right away when the call fails). */
+void test_hooks_per_chat(void) {
+    char called_with[32] = "";
+    zoo_agent *agent = weather_agent("[" CALL_ROME ", \"agent denied\", " CALL_ROME ", \"chat allowed\", " CALL_ROME
+                                     ", \"agent denied again\"]",
+                                     called_with);
+    REQUIRE(agent);
+    hook_state agent_st = {.tool_call = "{\"action\":\"deny\",\"reason\":\"agent says no\"}"};
+    zoo_hooks agent_hooks = hooks_for(&agent_st);
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_agent_set_hooks(agent, &agent_hooks, &err), ZOO_OK, err);
+    chat_ctx ctx;
+    chat_ctx_init(&ctx);
+    char *out = chat(agent, "Weather?", &ctx);
+    if (out) CHECK_JSON_STR(out, "text", "agent denied");
+    zoo_string_free(out);
+    CHECK_STR(called_with, "");
+
+    /* This chat's own hooks allow and rewrite; the agent's do not run. */
+    hook_state chat_st = {.tool_call = "{\"action\":\"rewrite\",\"arguments\":{\"city\":\"Oslo\"}}"};
+    zoo_hooks chat_hooks = hooks_for(&chat_st);
+    zoo_chat_options options = {0};
+    options.hooks = &chat_hooks;
+    zoo_chat_callbacks callbacks = chat_ctx_callbacks(&ctx, false);
+    agent_st.seen_call_city[0] = '\0';
+    REQUIRE_STATUS(zoo_agent_chat(agent, "Weather?", &options, &callbacks, &out, &err), ZOO_OK, err);
+    CHECK_JSON_STR(out, "text", "chat allowed");
+    CHECK_JSON_STR(out, "tool_calls.0.result", "sunny");
+    zoo_string_free(out);
+    CHECK_STR(called_with, "Oslo");
+    CHECK_STR(chat_st.seen_call_city, "Rome");
+    CHECK_STR(agent_st.seen_call_city, "");
+    CHECK(atomic_load(&chat_st.freed) == 1);
+
+    /* The next chat runs the agent's hooks again. */
+    called_with[0] = '\0';
+    agent_st.turns_after = 0;
+    out = chat(agent, "Weather?", &ctx);
+    if (out) CHECK_JSON_STR(out, "text", "agent denied again");
+    zoo_string_free(out);
+    CHECK_STR(called_with, "");
+    CHECK_STR(agent_st.seen_call_city, "Rome");
+
+    /* A chat call that fails frees its hooks' user_data at once. */
+    hook_state failed_st = {0};
+    zoo_hooks failed_hooks = hooks_for(&failed_st);
+    options.hooks = &failed_hooks;
+    options.tool_choice = 99;
+    CHECK_STATUS(zoo_agent_chat(agent, "Weather?", &options, NULL, &out, &err), ZOO_INVALID_ARGUMENT, err);
+    CHECK_ERROR_MESSAGE(err);
+    CHECK(atomic_load(&failed_st.freed) == 1);
+    options.tool_choice = 0;
+    CHECK_STATUS(zoo_agent_chat(NULL, "Weather?", &options, NULL, &out, &err), ZOO_INVALID_ARGUMENT, err);
+    CHECK_ERROR_MESSAGE(err);
+    CHECK(atomic_load(&failed_st.freed) == 2);
+    chat_ctx_destroy(&ctx);
+    zoo_agent_free(agent);
+    CHECK(atomic_load(&agent_st.freed) == 1 && atomic_load(&chat_st.freed) == 1);
+}

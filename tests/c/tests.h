@@ -68,6 +68,10 @@
     X(hooks_deny_rewrite_replace, 10)        \
     X(hooks_fail_safe, 10)                   \
     X(hooks_argument_errors, 5)              \
+    X(hooks_per_chat, 10)                    \
+    /* test_logs.c */                        \
+    X(logs_tool_call_record, 20)             \
+    X(logs_levels_and_debug_prompt, 20)      \
     /* test_remote.c */                      \
     X(remote_openai_chat, 30)                \
     X(remote_anthropic_chat, 30)             \

@@ -5,12 +5,13 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zoo_core::{ChatHandle, ChatOptions, Error, Response, ToolChoice};
+use zoo_core::{ChatHandle, ChatOptions, Error, Hooks, Response, ToolChoice};
 
 use crate::agent::zoo_agent;
 use crate::boundary::{
     guard, guard_void, handle_arg, into_c_string, opt_str_arg, out_arg, str_arg, FfiResult,
 };
+use crate::hooks::{adopt_hooks, zoo_hooks};
 use crate::status::zoo_status;
 use crate::tool::{zoo_free_fn, UserData};
 
@@ -101,6 +102,12 @@ pub struct zoo_chat_options {
     pub max_total_tokens: u64,
     /// Milliseconds this chat may run; 0 keeps the agent's `max_duration_ms`.
     pub max_duration_ms: u64,
+    /// Hooks for this chat instead of the agent's (`zoo_agent_set_hooks`);
+    /// NULL keeps the agent's, and a struct whose callbacks are all NULL
+    /// runs none. Read during the call; its `user_data` is kept until the
+    /// chat ends, and its `free_user_data` runs once, after the chat's last
+    /// hook call (or right away if the call fails).
+    pub hooks: *const zoo_hooks,
 }
 
 fn tool_choice(options: &zoo_chat_options) -> FfiResult<Option<ToolChoice>> {
@@ -140,14 +147,39 @@ fn callbacks_data(callbacks: *const zoo_chat_callbacks) -> Option<Arc<UserData>>
     unsafe { callbacks.as_ref() }.map(|c| UserData::new(c.user_data, c.free_user_data))
 }
 
+/// Takes ownership of the chat's own hooks first thing, as
+/// `callbacks_data` does for the callbacks' `user_data`.
+fn chat_hooks(options: *const zoo_chat_options) -> Option<Arc<dyn Hooks>> {
+    // SAFETY: NULL or a pointer to the caller's struct, read during this call.
+    unsafe { options.as_ref() }.and_then(|o| adopt_hooks(o.hooks))
+}
+
+/// What a chat call owns from its first line: the callbacks' `user_data`
+/// and the chat's hooks.
+struct Adopted {
+    data: Option<Arc<UserData>>,
+    hooks: Option<Arc<dyn Hooks>>,
+}
+
+impl Adopted {
+    fn new(options: *const zoo_chat_options, callbacks: *const zoo_chat_callbacks) -> Self {
+        Adopted {
+            data: callbacks_data(callbacks),
+            hooks: chat_hooks(options),
+        }
+    }
+}
+
 /// Builds the core options from the C structs (either may be NULL).
 fn chat_options(
     options: *const zoo_chat_options,
     callbacks: *const zoo_chat_callbacks,
-    data: Option<Arc<UserData>>,
+    adopted: Adopted,
     allow_complete: bool,
 ) -> FfiResult<ChatOptions> {
+    let Adopted { data, hooks } = adopted;
     let mut out = ChatOptions::new();
+    out.hooks = hooks;
     // SAFETY: NULL or a pointer to the caller's struct, read during this call.
     if let Some(options) = unsafe { options.as_ref() } {
         out.tool_choice = tool_choice(options)?;
@@ -301,11 +333,11 @@ impl Blocking {
         out_error: *mut *mut c_char,
         start: impl FnOnce(&zoo_core::Agent, ChatOptions) -> FfiResult<ChatHandle>,
     ) -> zoo_status {
-        let data = callbacks_data(self.callbacks);
+        let adopted = Adopted::new(self.options, self.callbacks);
         guard(out_error, move || {
             let out = out_arg(self.out_response_json, "out_response_json")?;
             let agent = &handle_arg(self.agent, "agent")?.agent;
-            let options = chat_options(self.options, self.callbacks, data, false)?;
+            let options = chat_options(self.options, self.callbacks, adopted, false)?;
             if agent.on_inference_thread() {
                 return Err(Error::InvalidArgument(format!(
                     "{} cannot be called from this agent's own callbacks (it would wait \
@@ -337,12 +369,12 @@ pub extern "C" fn zoo_agent_chat_async(
     out_chat: *mut *mut zoo_chat,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    let data = callbacks_data(callbacks);
+    let adopted = Adopted::new(options, callbacks);
     guard(out_error, move || {
         let out = out_arg(out_chat, "out_chat")?;
         let agent = handle_arg(agent, "agent")?;
         let message = str_arg(message, "message")?;
-        let options = chat_options(options, callbacks, data, true)?;
+        let options = chat_options(options, callbacks, adopted, true)?;
         let handle = agent.agent.chat(message, options);
         out.write(Box::into_raw(Box::new(zoo_chat { handle })));
         Ok(())

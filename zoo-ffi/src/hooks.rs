@@ -210,26 +210,30 @@ pub extern "C" fn zoo_agent_set_hooks(
     hooks: *const zoo_hooks,
     out_error: *mut *mut c_char,
 ) -> zoo_status {
-    // SAFETY: NULL or the caller's struct, read during this call only.
-    let hooks = unsafe { hooks.as_ref() };
     // Owned from the first line, so every early return releases it.
-    let adapter = hooks.map(|h| CHooks {
-        filter_input: h.filter_input,
-        before_turn: h.before_turn,
-        after_turn: h.after_turn,
-        before_tool_call: h.before_tool_call,
-        after_tool_call: h.after_tool_call,
-        transform_context: h.transform_context,
-        on_error: h.on_error,
-        data: UserData::new(h.user_data, h.free_user_data),
-    });
+    let adapter = adopt_hooks(hooks);
     guard(out_error, move || {
         let agent = handle_arg(agent, "agent")?;
-        agent
-            .agent
-            .set_hooks(adapter.map(|a| Arc::new(a) as Arc<dyn Hooks>));
+        agent.agent.set_hooks(adapter);
         Ok(())
     })
+}
+
+/// Takes the caller's hooks (NULL: none), owning their `user_data` from
+/// here on: it is freed when the returned hooks go, whatever happens.
+pub(crate) fn adopt_hooks(hooks: *const zoo_hooks) -> Option<Arc<dyn Hooks>> {
+    // SAFETY: NULL or the caller's struct, read during this call only.
+    let hooks = unsafe { hooks.as_ref() }?;
+    Some(Arc::new(CHooks {
+        filter_input: hooks.filter_input,
+        before_turn: hooks.before_turn,
+        after_turn: hooks.after_turn,
+        before_tool_call: hooks.before_tool_call,
+        after_tool_call: hooks.after_tool_call,
+        transform_context: hooks.transform_context,
+        on_error: hooks.on_error,
+        data: UserData::new(hooks.user_data, hooks.free_user_data),
+    }))
 }
 
 fn set_outcome(
