@@ -17,6 +17,7 @@ reports that become events.
 
 from ._agent import Agent, ChatStream, Model
 from ._hooks import Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
+from ._logs import TRACE, dropped_logs, flush_logs
 from ._mcp import McpServerInfo
 from ._native import (
     AgentNotRunningError,
@@ -72,6 +73,7 @@ __all__ = [
     "Response",
     "SessionStore",
     "Rewrite",
+    "TRACE",
     "Token",
     "ToolCall",
     "ToolContext",
@@ -86,5 +88,7 @@ __all__ = [
     "ZooError",
     "ZooIOError",
     "__version__",
+    "dropped_logs",
+    "flush_logs",
     "function_schema",
 ]

@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
-from . import _native
+from . import _logs, _native
 from ._mcp import McpServerInfo, transport_json
 from ._hooks import _HookMethods
 from ._native import InvalidArgumentError
@@ -107,6 +107,7 @@ class Agent(_HookMethods):
         if model is None and "model_path" not in config and "provider" not in config:
             raise TypeError("Agent needs model_path=..., model=Model(...) or provider={...}")
         self._async_tools = _AsyncToolRunner()
+        _logs.sync_level()
         self._native = _native.NativeAgent(
             # json.dumps writes NaN and Infinity for non-finite floats; the
             # core reads them and raises InvalidConfigError naming the key.
@@ -293,19 +294,29 @@ class Agent(_HookMethods):
         max_turns: Optional[int] = None,
         max_total_tokens: Optional[int] = None,
         max_duration_ms: Optional[int] = None,
+        hooks: Optional[Mapping[str, Callable[..., Any]]] = None,
     ) -> Response:
         """Sends a message and blocks until the reply is complete (the GIL is
         released meanwhile; Ctrl-C cancels). Callbacks run on the inference
         thread; an exception raised in one stops the chat and is raised here.
         `max_turns`, `max_total_tokens` and `max_duration_ms` override the
         agent's limits for this chat (0 keeps the agent's); past one, the
-        chat ends with stop reason "limit"."""
+        chat ends with stop reason "limit". `hooks` (a mapping from the hook
+        decorators' names to functions) run in this chat instead of the
+        agent's hooks; see `zoo_keeper._hooks`."""
         event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
         payload = self._native.chat(
             message, on_token, event_cb, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
+            **self._start(hooks),
         )
         return Response.from_json(payload)
+
+    def _start(self, hooks: Optional[Mapping[str, Callable[..., Any]]]) -> Dict[str, Any]:
+        """What every chat does as it starts: the logger's level is read
+        again, and the chat's own hooks become native arguments."""
+        _logs.sync_level()
+        return self._chat_hooks(hooks)
 
     def continue_chat(
         self,
@@ -345,7 +356,8 @@ class Agent(_HookMethods):
         if unknown:
             raise TypeError(f"unexpected chat option(s): {', '.join(sorted(unknown))}")
         event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
-        payload = self._native.chat(message, on_token, event_cb, regenerate=regenerate, **options)
+        hooks = self._start(options.pop("hooks", None))
+        payload = self._native.chat(message, on_token, event_cb, regenerate=regenerate, **options, **hooks)
         return Response.from_json(payload)
 
     async def chat_async(
@@ -360,6 +372,7 @@ class Agent(_HookMethods):
         max_turns: Optional[int] = None,
         max_total_tokens: Optional[int] = None,
         max_duration_ms: Optional[int] = None,
+        hooks: Optional[Mapping[str, Callable[..., Any]]] = None,
     ) -> Response:
         """`chat` for asyncio. Cancelling the task cancels the chat."""
         loop = asyncio.get_running_loop()
@@ -383,6 +396,7 @@ class Agent(_HookMethods):
         chat = self._native.chat_start(
             message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
+            **self._start(hooks),
         )
         try:
             return await asyncio.shield(future)
@@ -416,6 +430,7 @@ class Agent(_HookMethods):
             max_turns=options.get("max_turns"),
             max_total_tokens=options.get("max_total_tokens"),
             max_duration_ms=options.get("max_duration_ms"),
+            **self._start(options.get("hooks")),
         )
         try:
             while True:
@@ -537,6 +552,7 @@ class ChatStream:
             max_turns=options.get("max_turns"),
             max_total_tokens=options.get("max_total_tokens"),
             max_duration_ms=options.get("max_duration_ms"),
+            **agent._start(options.get("hooks")),
         )
 
     def __iter__(self) -> Iterator[Union[Token, Event]]:
@@ -568,7 +584,7 @@ _BY_CODE = {
 
 
 # The options every way of starting a chat takes, besides its callbacks.
-_CHAT_OPTIONS = {"tool_choice", "max_tokens", "rag_context", "max_turns", "max_total_tokens", "max_duration_ms"}
+_CHAT_OPTIONS = {"tool_choice", "max_tokens", "rag_context", "max_turns", "max_total_tokens", "max_duration_ms", "hooks"}
 
 
 def _error(code: int, message: str) -> Exception:

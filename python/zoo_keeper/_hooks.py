@@ -37,6 +37,13 @@ What each hook returns (None always means "change nothing"):
 - ``on_error(error)``: a ``ZooError`` when a chat failed, or an
   ``InternalError`` naming the hook when another hook failed.
 
+One chat may run its own hooks instead of the agent's: pass them as a
+mapping from these names to functions (`None` values are skipped), e.g.
+``agent.chat(text, hooks={"before_tool_call": allow_all})``; the agent's
+hooks do not run in that chat (``hooks={}`` runs none), and they run again
+in the next. Every way of starting a chat (`chat`, `chat_async`,
+`stream`, `astream`, `continue_chat`, `regenerate`) takes `hooks`.
+
 Hooks run on the agent's inference thread while the chat waits for them;
 an ``async def`` hook runs as an async tool does. A hook that raises (or
 returns something it may not) never crashes the agent and fails safe: a
@@ -51,7 +58,7 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, TypeVar
 
 if TYPE_CHECKING:
     from ._agent import _AsyncToolRunner
@@ -176,6 +183,45 @@ def _transform_context(result: Any) -> Any:
     raise _expected("transform_context", "None or a list of messages", result)
 
 
+def _dispatcher(hooks: Dict[str, Callable[..., Any]], runner: "_AsyncToolRunner") -> Callable[[str, str], Optional[str]]:
+    """One function the native side calls for every hook point:
+    `dispatch(name, input_json)` returns the decision as JSON, or None."""
+
+    def run(name: str, *args: Any) -> Any:
+        result = hooks[name](*args)
+        return runner.run(result) if inspect.isawaitable(result) else result
+
+    def dispatch(name: str, input_json: str) -> Optional[str]:
+        data = json.loads(input_json)
+        decision: Any
+        if name == "input_filter":
+            decision = _input_filter(run(name, data["message"]))
+        elif name == "before_turn":
+            decision = _before_turn(run(name, data["turn"]))
+        elif name == "after_turn":
+            run(name, data["turn"], data["text"])
+            decision = None
+        elif name == "before_tool_call":
+            decision = _before_tool_call(run(name, ToolCall(**data)))
+        elif name == "after_tool_call":
+            call = ToolCall(**data["call"])
+            decision = _after_tool_call(run(name, call, data.get("result"), data.get("error")))
+        elif name == "transform_context":
+            decision = _transform_context(run(name, data["messages"]))
+        else:  # on_error
+            from ._agent import _error
+
+            run(name, _error(data["code"], data["message"]))
+            decision = None
+        if decision is None:
+            return None
+        from ._agent import _json_default
+
+        return json.dumps(decision, default=_json_default)
+
+    return dispatch
+
+
 class _HookMethods:
     """The hook decorators of `Agent` (mixed in; it owns `_native` and
     `_async_tools`)."""
@@ -206,41 +252,24 @@ class _HookMethods:
         if not hooks:
             self._native.set_hooks(None, [])
             return
-        runner = self._async_tools
+        self._native.set_hooks(_dispatcher(hooks, self._async_tools), list(hooks))
 
-        def run(name: str, *args: Any) -> Any:
-            result = hooks[name](*args)
-            return runner.run(result) if inspect.isawaitable(result) else result
-
-        def dispatch(name: str, input_json: str) -> Optional[str]:
-            data = json.loads(input_json)
-            decision: Any
-            if name == "input_filter":
-                decision = _input_filter(run(name, data["message"]))
-            elif name == "before_turn":
-                decision = _before_turn(run(name, data["turn"]))
-            elif name == "after_turn":
-                run(name, data["turn"], data["text"])
-                decision = None
-            elif name == "before_tool_call":
-                decision = _before_tool_call(run(name, ToolCall(**data)))
-            elif name == "after_tool_call":
-                call = ToolCall(**data["call"])
-                decision = _after_tool_call(run(name, call, data.get("result"), data.get("error")))
-            elif name == "transform_context":
-                decision = _transform_context(run(name, data["messages"]))
-            else:  # on_error
-                from ._agent import _error
-
-                run(name, _error(data["code"], data["message"]))
-                decision = None
-            if decision is None:
-                return None
-            from ._agent import _json_default
-
-            return json.dumps(decision, default=_json_default)
-
-        self._native.set_hooks(dispatch, list(hooks))
+    def _chat_hooks(self, hooks: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        """The native keyword arguments for a chat's own `hooks` (a mapping
+        from the decorators' names to functions); none for None."""
+        if hooks is None:
+            return {}
+        if not isinstance(hooks, Mapping):
+            raise TypeError(f"`hooks` must map hook names to functions, not {hooks!r}")
+        functions = {}
+        for name, fn in hooks.items():
+            if fn is None:
+                continue
+            if not callable(fn):
+                raise TypeError(f"the {name} hook must be callable, not {fn!r}")
+            functions[name] = fn
+        # Unknown names go to the native check, worded as in every language.
+        return {"hooks": _dispatcher(functions, self._async_tools), "hook_names": list(functions)}
 
     def input_filter(self, fn: _InputFilter) -> _InputFilter:
         """Decorator: checks the user's message before anything is decoded;

@@ -15,7 +15,7 @@ def test_stub_names_match_the_module():
     text = STUB.read_text()
     public = {n for n in dir(_native) if not n.startswith("_")}
     for name in public:
-        assert f"class {name}" in text or f"{name}:" in text, f"{name} missing from _native.pyi"
+        assert f"class {name}" in text or f"{name}:" in text or f"def {name}(" in text, f"{name} missing from _native.pyi"
     for cls in (_native.NativeAgent, _native.NativeModel, _native.NativeChat, _native.NativeToolContext):
         for member, _ in inspect.getmembers(cls):
             if not member.startswith("_"):

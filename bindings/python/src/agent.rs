@@ -62,11 +62,12 @@ impl NativeAgent {
         tool_choice: Option<String>,
         max_tokens: Option<i64>,
         rag_context: Option<String>,
-        limits: ChatLimits,
+        overrides: ChatOverrides,
         cancel: &CancelToken,
         failed: &CallbackError,
     ) -> PyResult<ChatOptions> {
         let mut options = ChatOptions::new().cancel_token(cancel.clone());
+        options.hooks = overrides.hooks;
         options.tool_choice = tool_choice
             .as_deref()
             .map(ToolChoice::parse)
@@ -82,13 +83,13 @@ impl NativeAgent {
         options.rag_context = rag_context;
         let count =
             |name, value: Option<i64>, max| value.map(|n| in_range(name, n, max)).transpose();
-        options.max_turns = count("max_turns", limits.max_turns, u32::MAX.into())
+        options.max_turns = count("max_turns", overrides.max_turns, u32::MAX.into())
             .py_err()?
             .map(|n| n as u32);
         options.max_total_tokens =
-            count("max_total_tokens", limits.max_total_tokens, i64::MAX).py_err()?;
+            count("max_total_tokens", overrides.max_total_tokens, i64::MAX).py_err()?;
         options.max_duration_ms =
-            count("max_duration_ms", limits.max_duration_ms, i64::MAX).py_err()?;
+            count("max_duration_ms", overrides.max_duration_ms, i64::MAX).py_err()?;
         if let Some(callback) = on_token {
             let (failed, cancel) = (failed.clone(), cancel.clone());
             options = options.on_token(move |text| {
@@ -135,12 +136,28 @@ fn start(
     }
 }
 
-/// A chat's own limits, as Python passes them (`None` keeps the agent's).
+/// What a chat overrides: its own limits, as Python passes them (`None`
+/// keeps the agent's), and its own hooks (`None` runs the agent's).
 #[derive(Default)]
-struct ChatLimits {
+struct ChatOverrides {
     max_turns: Option<i64>,
     max_total_tokens: Option<i64>,
     max_duration_ms: Option<i64>,
+    hooks: Option<Arc<dyn zoo_core::Hooks>>,
+}
+
+/// A chat's own hooks: `dispatch` for the points in `names`, as
+/// `NativeAgent::set_hooks` takes them.
+fn chat_hooks(
+    dispatch: Option<Py<PyAny>>,
+    names: Vec<String>,
+) -> PyResult<Option<Arc<dyn zoo_core::Hooks>>> {
+    dispatch
+        .map(|dispatch| {
+            PyHooks::new(dispatch, &names).map(|h| Arc::new(h) as Arc<dyn zoo_core::Hooks>)
+        })
+        .transpose()
+        .py_err()
 }
 
 /// `value` as a count from 0 to `max`, or the core's out-of-range error.
@@ -316,7 +333,10 @@ impl NativeAgent {
     /// Chats and blocks (GIL released) until the reply is complete; returns
     /// the response JSON. An exception in a callback stops the chat and is
     /// raised here; Ctrl-C cancels the chat and raises KeyboardInterrupt.
-    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false))]
+    ///
+    /// `hooks` (a dispatcher as `set_hooks` takes it, for the points in
+    /// `hook_names`) runs in this chat instead of the agent's hooks.
+    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false, hooks = None, hook_names = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn chat(
         &self,
@@ -331,6 +351,8 @@ impl NativeAgent {
         max_total_tokens: Option<i64>,
         max_duration_ms: Option<i64>,
         regenerate: bool,
+        hooks: Option<Py<PyAny>>,
+        hook_names: Vec<String>,
     ) -> PyResult<String> {
         let agent = self.agent()?;
         if agent.on_inference_thread() {
@@ -346,10 +368,11 @@ impl NativeAgent {
             tool_choice,
             max_tokens,
             rag_context,
-            ChatLimits {
+            ChatOverrides {
                 max_turns,
                 max_total_tokens,
                 max_duration_ms,
+                hooks: chat_hooks(hooks, hook_names)?,
             },
             &cancel,
             &failed,
@@ -365,7 +388,7 @@ impl NativeAgent {
     /// Starts a chat and returns at once. `on_complete(code, text)` runs on
     /// the inference thread when it ends: code 0 with the response JSON, or
     /// an error code with the message.
-    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false, hooks = None, hook_names = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn chat_start(
         &self,
@@ -380,6 +403,8 @@ impl NativeAgent {
         max_total_tokens: Option<i64>,
         max_duration_ms: Option<i64>,
         regenerate: bool,
+        hooks: Option<Py<PyAny>>,
+        hook_names: Vec<String>,
     ) -> PyResult<NativeChat> {
         let agent = self.agent()?;
         let cancel = CancelToken::new();
@@ -390,10 +415,11 @@ impl NativeAgent {
             tool_choice,
             max_tokens,
             rag_context,
-            ChatLimits {
+            ChatOverrides {
                 max_turns,
                 max_total_tokens,
                 max_duration_ms,
+                hooks: chat_hooks(hooks, hook_names)?,
             },
             &cancel,
             &failed,

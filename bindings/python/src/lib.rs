@@ -10,6 +10,7 @@
 mod agent;
 mod errors;
 mod hooks;
+mod logs;
 mod model;
 mod session;
 mod thread_state;
@@ -25,6 +26,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::NativeChat>()?;
     m.add_class::<tool_context::NativeToolContext>()?;
     m.add_class::<session::NativeSessionStore>()?;
+    m.add_function(wrap_pyfunction!(logs::set_log_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::set_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::dropped_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::flush_logs, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
