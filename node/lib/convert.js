@@ -151,6 +151,11 @@ function toEvent(e) {
   return out
 }
 
+/** A log record as Node sees it: `{level, target, message, fields}`, the fields' keys in camelCase. */
+function toLogRecord(r) {
+  return { level: r.level, target: r.target, message: r.message, fields: camelKeys(r.fields) }
+}
+
 // An MCP server description's keys: the engine's name for each and what
 // its value must be. `command` means stdio, `url` Streamable HTTP.
 const MCP_KEYS = {
@@ -226,5 +231,5 @@ function toMcpServerInfo(info) {
 }
 
 module.exports = {
-  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
+  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 }

@@ -472,6 +472,11 @@ export interface ChatOptions {
   maxDurationMs?: number
   /** Aborting cancels the chat; it rejects with a ZooError of code 8. */
   signal?: AbortSignal
+  /**
+   * Hooks for this chat instead of the agent's (`{}` runs none; absent or
+   * null, the agent's). The next chat runs the agent's again.
+   */
+  hooks?: Hooks | null
 }
 
 export interface ChatCallbacks extends ChatOptions {
@@ -609,3 +614,36 @@ export declare class Agent {
   /** Stops the inference thread; resolves to whether it finished. Idempotent. */
   close(): Promise<boolean>
 }
+
+/** How much the engine logs; each level includes those before it. */
+export type LogLevel = 'off' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/** One log record of the engine. */
+export interface LogRecord {
+  level: Exclude<LogLevel, 'off'>
+  /**
+   * Where it comes from: `zoo::chat`, `zoo::turn`, `zoo::tool`, `zoo::hook`,
+   * `zoo::prompt` (debug: a reply's prompt as the model read it),
+   * `zoo::raw_output` (debug: the reply before parsing), `zoo::logs`
+   * (records were dropped), or a module path such as `llama.cpp`.
+   */
+  target: string
+  /** Readable on its own (for `zoo::prompt`, the prompt itself). */
+  message: string
+  /** Structured fields in camelCase: `agentId` and `chatId` inside a chat, `tool`, `callId`, `latencyMs`, ... */
+  fields: Record<string, unknown>
+}
+
+/**
+ * Sends the engine's records at `level` ('info' by default) and above to
+ * `logger` on the JavaScript thread, for the whole process; null turns
+ * logs off (they are off until set). The engine never waits for it: past a
+ * bounded queue, records are dropped and counted (`droppedLogs()`).
+ */
+export declare function setLogger(logger: ((record: LogRecord) => void) | null, options?: { level?: LogLevel }): void
+/** Changes the level of the logger set with `setLogger`. */
+export declare function setLogLevel(level: LogLevel): void
+/** Records dropped so far because the logger could not keep up. */
+export declare function droppedLogs(): number
+/** Resolves to whether every record emitted so far reached the logger within `timeoutMs` (5000). */
+export declare function flushLogs(options?: { timeoutMs?: number }): Promise<boolean>

@@ -30,7 +30,7 @@ function loadBinding() {
 const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
 const {
-  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, mcpTransportJson, toMcpServerInfo,
+  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 } = require('./convert.js')
 
 // Item kinds of a chat's ordered queue (bindings/node/src/agent.rs).
@@ -539,8 +539,12 @@ class Agent {
   #start(message, options, sink, listens = { tokens: true, events: true }, regenerate = false) {
     // null continues the history as it stands (or regenerates its last answer).
     if (message !== null && typeof message !== 'string') throw invalid('the message must be a string')
-    const { signal, toolChoice, maxTokens, ragContext, maxTurns, maxTotalTokens, maxDurationMs } = options
+    const { signal, toolChoice, maxTokens, ragContext, maxTurns, maxTotalTokens, maxDurationMs, hooks } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('`signal` must be an AbortSignal')
+    // The chat's own hooks run instead of the agent's ({} runs none); absent
+    // or null, the agent's.
+    const chatHooks = hooks === undefined || hooks === null ? null : checkHooks(hooks)
+    const hookNames = chatHooks === null ? null : Object.keys(chatHooks)
     let finished = false
     let aborted = false
     let chat = null
@@ -580,7 +584,7 @@ class Agent {
         }
       }
     }
-    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null, regenerate))
+    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null, regenerate, chatHooks === null ? null : wrapHooks(chatHooks), hookNames))
     if (signal) {
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
@@ -595,7 +599,9 @@ class Agent {
    * and the Promise rejects with that error. The chat settles only once
    * every Promise a callback returned has settled. Aborting `signal`
    * cancels the chat: the Promise rejects with a ZooError of code 8
-   * (CANCELLED) whose `.response` holds the partial reply.
+   * (CANCELLED) whose `.response` holds the partial reply. `hooks` (the
+   * keys of `setHooks`) run in this chat instead of the agent's hooks
+   * (`{}` runs none); the next chat runs the agent's again.
    */
   chat(message, options) {
     if (typeof message !== 'string') return Promise.reject(invalid('the message must be a string'))
@@ -815,6 +821,67 @@ class Agent {
   }
 }
 
+const LOG_LEVELS = ['off', 'error', 'warn', 'info', 'debug', 'trace']
+
+function checkLevel(level) {
+  if (!LOG_LEVELS.includes(level)) throw invalid(`invalid argument: \`${level}\` is not a log level (expected one of ${LOG_LEVELS.join(', ')})`)
+  return level
+}
+
+/**
+ * Sends the engine's log records at `level` ('error', 'warn', 'info'
+ * (the default), 'debug', 'trace') and above to `logger(record)`, for the
+ * whole process, replacing any earlier logger; `setLogger(null)` turns logs
+ * off (they are off until set). A record is `{level, target, message,
+ * fields}`: `target` says where it comes from (`zoo::chat`, `zoo::turn`,
+ * `zoo::tool`, `zoo::hook`, `zoo::prompt`, `zoo::raw_output`, `zoo::logs`,
+ * or a module path such as `llama.cpp`), `message` reads on its own, and
+ * `fields` holds the structured fields in camelCase (`agentId` and
+ * `chatId` inside a chat, `tool`, `callId`, `latencyMs`, ...). At 'debug',
+ * `zoo::prompt` records carry each reply's prompt exactly as the model read
+ * it and `zoo::raw_output` the reply before parsing.
+ *
+ * The logger runs on the JavaScript thread; the engine never waits for it.
+ * Records wait in a bounded queue: if the logger falls behind, records are
+ * dropped (`droppedLogs()` counts them, and a `zoo::logs` warning says how
+ * many). A logger that throws becomes a process warning. The logger does
+ * not keep Node alive.
+ */
+function setLogger(logger, options) {
+  if (logger !== null && typeof logger !== 'function') throw invalid('setLogger: `logger` must be a function or null')
+  const { level = 'info' } = checkObject(options, 'setLogger options')
+  checkLevel(level)
+  if (logger === null) {
+    native(() => binding.setLogFunction(null, 'off'))
+    return
+  }
+  const receive = (json) => {
+    for (const record of JSON.parse(json)) {
+      try {
+        logger(toLogRecord(record))
+      } catch (thrown) {
+        process.emitWarning(`the logger threw ${describe(thrown)}`, 'ZooLogWarning')
+      }
+    }
+  }
+  native(() => binding.setLogFunction(receive, level))
+}
+
+/** Changes the level of the logger set with `setLogger` (no effect without one). */
+function setLogLevel(level) {
+  native(() => binding.setLogLevel(checkLevel(level)))
+}
+
+/** Records dropped so far because the logger could not keep up. */
+function droppedLogs() {
+  return binding.droppedLogs()
+}
+
+/** Resolves to whether every record emitted so far reached the logger within `timeoutMs` (5000). */
+async function flushLogs({ timeoutMs = 5000 } = {}) {
+  return nativeAsync(() => binding.flushLogs(timeoutMs))
+}
+
 /** The items of a chat as an async iterator (see `Agent.stream`). */
 class ChatStream {
   #items = []
@@ -901,4 +968,8 @@ module.exports.ChatStream = ChatStream
 module.exports.ZooError = ZooError
 module.exports.ToolContext = ToolContext
 module.exports.ErrorCode = ErrorCode
+module.exports.setLogger = setLogger
+module.exports.setLogLevel = setLogLevel
+module.exports.droppedLogs = droppedLogs
+module.exports.flushLogs = flushLogs
 module.exports.version = binding.nativeVersion()

@@ -193,11 +193,13 @@ impl NativeAgent {
     /// chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
     /// last), 3 an error (`[zoo:CODE] message`, last). Tokens and events
     /// are sent only when `withTokens` and `withEvents` ask for them, so a
-    /// chat nobody streams costs no thread crossing per token.
+    /// chat nobody streams costs no thread crossing per token. `hooks` (a
+    /// dispatcher as `setHooks` takes it, for the points in `hookNames`)
+    /// runs in this chat instead of the agent's hooks.
     // The generator would type `drain` as taking one `Batch`; it is called
     // with the batch's two arrays as separate arguments.
     #[napi(
-        ts_args_type = "message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null"
+        ts_args_type = "message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null, hooks?: ((json: string) => Promise<string>) | undefined | null, hookNames?: Array<string> | undefined | null"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn chat(
@@ -213,9 +215,19 @@ impl NativeAgent {
         max_total_tokens: Option<f64>,
         max_duration_ms: Option<f64>,
         regenerate: Option<bool>,
+        hooks: Option<Function<'_, String, Promise<String>>>,
+        hook_names: Option<Vec<String>>,
     ) -> napi::Result<NativeChat> {
         let agent = self.agent()?;
         let mut options = ChatOptions::new();
+        options.hooks = match hooks {
+            None => None,
+            Some(dispatch) => {
+                let names = hook_names.unwrap_or_default();
+                let hooks = NodeHooks::new(tools::tool_function(dispatch)?, &names).napi_err()?;
+                Some(Arc::new(hooks) as Arc<dyn zoo_core::Hooks>)
+            }
+        };
         options.tool_choice = tool_choice
             .as_deref()
             .map(ToolChoice::parse)

@@ -13,11 +13,13 @@
 mod agent;
 mod errors;
 mod hooks;
+mod logs;
 mod model;
 mod session;
 mod tools;
 
 pub use agent::{create_agent, AgentJob, CloseAgent, CreateAgent, NativeAgent, NativeChat};
+pub use logs::{dropped_logs, flush_logs, set_log_function, set_log_level, FlushLogs};
 pub use model::{load_model, LoadModel, NativeModel};
 pub use session::{open_session_store, NativeSessionStore, OpenStore, StoreJob};
 pub use tools::NativeToolContext;
