@@ -418,6 +418,189 @@ static void on_event(void *user_data, const char *event, size_t len) {
     log->json[log->len] = '\0';
 }
 
+/* The log as a JSON array (malloc'd): what on_event collected, closed. */
+static char *log_array(const event_log *log) {
+    if (!log->json) return strdup("[]");
+    char *out = malloc(log->len + 2);
+    memcpy(out, log->json, log->len);
+    out[log->len] = ']';
+    out[log->len + 1] = '\0';
+    return out;
+}
+
+/* ---- scripted hooks (README: Hooks) ---- */
+
+/* One set of scripted hooks: its rules (the JSON text of the `hooks`
+ * object) and where on_error writes what it receives, as JSON strings. */
+typedef struct {
+    char *rules;
+    event_log *errors;
+} scripted;
+
+static void free_scripted(void *user_data) {
+    scripted *h = user_data;
+    free(h->rules);
+    free(h);
+}
+
+/* `text` as a JSON string (malloc'd). */
+static char *json_string(const char *text, size_t len) {
+    char *out = malloc(len * 6 + 3), *p = out;
+    *p++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = (char)c;
+        } else if (c < 0x20) {
+            p += sprintf(p, "\\u%04x", c);
+        } else {
+            *p++ = (char)c;
+        }
+    }
+    *p++ = '"';
+    *p = '\0';
+    return out;
+}
+
+/* The first rule of `point` that `match` accepts (for `key`, a string or
+ * number of the hook's input), or an empty jv. */
+typedef bool (*rule_match)(jv rule, jv input);
+
+static jv first_rule(const scripted *h, const char *point, rule_match match, jv input) {
+    jv rules = jv_get(jv_of(h->rules), point);
+    for (long i = 0; i < jv_len(rules); i++) {
+        jv rule = jv_at(rules, (size_t)i);
+        if (match(rule, input)) return rule;
+    }
+    return (jv){NULL, NULL};
+}
+
+/* Applies a rule's `throw`; true when it threw. */
+static bool thrown(jv rule, zoo_hook_result *result) {
+    char *message = jv_str(jv_get(rule, "throw"));
+    if (!message) return false;
+    zoo_hook_result_set_error(result, message, NULL);
+    free(message);
+    return true;
+}
+
+/* Writes `{"action": action, key: <value's JSON>}` (no key when NULL). */
+static void decide(zoo_hook_result *result, const char *action, const char *key, jv value) {
+    char *text = key ? jv_text(value) : strdup("");
+    size_t size = strlen(text) + strlen(action) + (key ? strlen(key) : 0) + 32;
+    char *json = malloc(size);
+    if (key) snprintf(json, size, "{\"action\":\"%s\",\"%s\":%s}", action, key, text);
+    else snprintf(json, size, "{\"action\":\"%s\"}", action);
+    zoo_hook_result_set_json(result, json, NULL);
+    free(json);
+    free(text);
+}
+
+static bool str_member_is(jv rule, const char *key, jv value, bool contains) {
+    jv want = jv_get(rule, key);
+    if (!jv_ok(want)) return true;
+    char *a = jv_str(want), *b = jv_str(value);
+    bool ok = a && b && (contains ? strstr(b, a) != NULL : strcmp(a, b) == 0);
+    free(a);
+    free(b);
+    return ok;
+}
+
+static bool match_contains(jv rule, jv input) { return str_member_is(rule, "contains", jv_get(input, "message"), true); }
+static bool match_tool(jv rule, jv input) {
+    jv call = jv_ok(jv_get(input, "call")) ? jv_get(input, "call") : input;
+    return str_member_is(rule, "tool", jv_get(call, "name"), false);
+}
+static bool match_turn(jv rule, jv input) {
+    jv want = jv_get(rule, "turn");
+    return !jv_ok(want) || jv_num(want) == jv_num(jv_get(input, "turn"));
+}
+static bool match_any(jv rule, jv input) {
+    (void)rule;
+    (void)input;
+    return true;
+}
+
+static void hook_input_filter(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv rule = first_rule(user_data, "input_filter", match_contains, jv_of(json));
+    if (!jv_ok(rule) || thrown(rule, result)) return;
+    if (jv_ok(jv_get(rule, "reject"))) decide(result, "reject", "reason", jv_get(rule, "reject"));
+    else decide(result, "warn", "warning", jv_get(rule, "warn"));
+}
+
+static void hook_before_turn(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv rule = first_rule(user_data, "before_turn", match_turn, jv_of(json));
+    if (jv_ok(rule) && !thrown(rule, result)) decide(result, "end", NULL, rule);
+}
+
+static void hook_before_tool_call(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv rule = first_rule(user_data, "before_tool_call", match_tool, jv_of(json));
+    if (!jv_ok(rule) || thrown(rule, result)) return;
+    if (jv_ok(jv_get(rule, "rewrite"))) decide(result, "rewrite", "arguments", jv_get(rule, "rewrite"));
+    else decide(result, "deny", "reason", jv_get(rule, "deny"));
+}
+
+static void hook_after_tool_call(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv rule = first_rule(user_data, "after_tool_call", match_tool, jv_of(json));
+    if (!jv_ok(rule) || thrown(rule, result)) return;
+    char *replacement = jv_text(jv_get(rule, "replace"));
+    zoo_hook_result_set_json(result, replacement, NULL);
+    free(replacement);
+}
+
+static void hook_transform_context(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv input = jv_of(json), messages = jv_get(input, "messages");
+    jv rule = first_rule(user_data, "transform_context", match_any, input);
+    if (!jv_ok(rule) || thrown(rule, result)) return;
+    event_log kept = {NULL, 0, 0};
+    for (long i = 0; i < jv_len(messages); i++) {
+        jv message = jv_at(messages, (size_t)i);
+        if (!str_member_is(rule, "drop_containing", jv_get(message, "content"), true))
+            on_event(&kept, message.p, (size_t)(message.end - message.p));
+    }
+    char *array = log_array(&kept);
+    zoo_hook_result_set_json(result, array, NULL);
+    free(array);
+    free(kept.json);
+}
+
+static void hook_on_error(void *user_data, zoo_status code, const char *message, size_t len) {
+    (void)code;
+    scripted *h = user_data;
+    char *text = json_string(message, len);
+    on_event(h->errors, text, strlen(text));
+    free(text);
+}
+
+/* The hooks `rules` (a `hooks` object) script, recording on_error in
+ * `errors`; the caller passes them on, which frees them through
+ * free_user_data. */
+static zoo_hooks scripted_hooks(jv rules, event_log *errors) {
+    scripted *h = calloc(1, sizeof *h);
+    h->rules = jv_text(rules);
+    h->errors = errors;
+    zoo_hooks hooks = {0};
+    if (jv_ok(jv_get(rules, "input_filter"))) hooks.filter_input = hook_input_filter;
+    if (jv_ok(jv_get(rules, "before_turn"))) hooks.before_turn = hook_before_turn;
+    if (jv_ok(jv_get(rules, "before_tool_call"))) hooks.before_tool_call = hook_before_tool_call;
+    if (jv_ok(jv_get(rules, "after_tool_call"))) hooks.after_tool_call = hook_after_tool_call;
+    if (jv_ok(jv_get(rules, "transform_context"))) hooks.transform_context = hook_transform_context;
+    if (jv_kind(jv_get(rules, "on_error")) == 't') hooks.on_error = hook_on_error;
+    hooks.user_data = h;
+    hooks.free_user_data = free_scripted;
+    return hooks;
+}
+
+/* What on_error received in the chat in flight (the scenario's agent's
+ * hooks and each chat's own write here). */
+static event_log hook_errors;
+
 /* The expected events with bare strings widened to {"type": string}. */
 static char *event_patterns(jv want) {
     size_t cap = (size_t)(want.end - want.p) * 4 + 64, n = 0;
@@ -437,6 +620,13 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
     char *message = jv_str(jv_get(step, "chat"));
     jv opts = jv_get(step, "options"), expect = jv_get(step, "expect");
     zoo_chat_options options = {0};
+    free(hook_errors.json);
+    hook_errors = (event_log){NULL, 0, 0};
+    zoo_hooks chat_hooks;
+    if (jv_ok(jv_get(opts, "hooks"))) {
+        chat_hooks = scripted_hooks(jv_get(opts, "hooks"), &hook_errors);
+        options.hooks = &chat_hooks;
+    }
     char *tool_name = NULL;
     char *choice = jv_str(jv_get(opts, "tool_choice"));
     if (choice) {
@@ -483,6 +673,13 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
         snprintf(path, sizeof path, "%s.events", at);
         ok = matches_text(jv_of(patterns), log.json ? log.json : "[]", path);
         free(patterns);
+    }
+    jv want_errors = jv_get(expect, "hook_errors");
+    if (ok && jv_ok(want_errors)) {
+        char *got = log_array(&hook_errors);
+        snprintf(path, sizeof path, "%s.hook_errors", at);
+        ok = matches_text(want_errors, got, path);
+        free(got);
     }
     free(log.json);
     zoo_string_free(out);
@@ -594,6 +791,11 @@ static bool run_scenario(jv scenario) {
     }
     jv tools = jv_get(scenario, "tools");
     for (long i = 0; ok && i < jv_len(tools); i++) ok = register_tool(agent, jv_at(tools, (size_t)i));
+    jv rules = jv_get(scenario, "hooks");
+    if (ok && jv_ok(rules)) {
+        zoo_hooks hooks = scripted_hooks(rules, &hook_errors);
+        ok = check_outcome((jv){NULL, NULL}, zoo_agent_set_hooks(agent, &hooks, NULL), NULL, "hooks");
+    }
     jv steps = jv_get(scenario, "steps");
     for (long i = 0; ok && i < jv_len(steps); i++) {
         char at[32];
@@ -601,6 +803,8 @@ static bool run_scenario(jv scenario) {
         ok = run_step(agent, jv_at(steps, (size_t)i), at);
     }
     zoo_agent_free(agent);
+    free(hook_errors.json);
+    hook_errors = (event_log){NULL, 0, 0};
     return ok;
 }
 

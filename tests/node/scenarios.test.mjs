@@ -154,15 +154,71 @@ function handler(agent, name, behavior, seen) {
   }
 }
 
+/**
+ * The hooks a scenario scripts (README: Hooks), as `setHooks` takes them;
+ * `errors` receives what onError is given. `rules` stay snake_case: they
+ * are the scenario's own data.
+ */
+function scriptedHooks(rules, errors) {
+  const first = (point, match) => (rules[point] ?? []).find(match)
+  const thrown = (rule) => {
+    // A thrown string reaches the engine as it is.
+    if (rule.throw !== undefined) throw rule.throw
+  }
+  const forTool = (call) => (r) => r.tool === undefined || r.tool === call.name
+  const all = {
+    inputFilter: (message) => {
+      const rule = first('input_filter', (r) => r.contains === undefined || message.includes(r.contains))
+      if (!rule) return undefined
+      thrown(rule)
+      return rule.reject !== undefined ? { action: 'reject', reason: rule.reject } : { action: 'warn', warning: rule.warn }
+    },
+    beforeTurn: (turn) => {
+      const rule = first('before_turn', (r) => r.turn === undefined || r.turn === turn)
+      if (!rule) return undefined
+      thrown(rule)
+      return { action: 'end' }
+    },
+    beforeToolCall: (call) => {
+      const rule = first('before_tool_call', forTool(call))
+      if (!rule) return undefined
+      thrown(rule)
+      return rule.rewrite !== undefined ? { action: 'rewrite', arguments: rule.rewrite } : { action: 'deny', reason: rule.deny }
+    },
+    afterToolCall: (call) => {
+      const rule = first('after_tool_call', forTool(call))
+      if (!rule) return undefined
+      thrown(rule)
+      return { result: rule.replace }
+    },
+    transformContext: (messages) => {
+      const rule = first('transform_context', () => true)
+      if (!rule) return undefined
+      thrown(rule)
+      return messages.filter((m) => !(m.content ?? '').includes(rule.drop_containing))
+    },
+    onError: (error) => errors.push(error.message),
+  }
+  const hooks = {}
+  for (const [name, fn] of Object.entries(all)) {
+    const point = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+    if (rules[point] !== undefined && rules[point] !== false) hooks[name] = fn
+  }
+  return hooks
+}
+
 const eventPattern = (want) => (typeof want === 'string' ? { type: want } : want)
 
-async function runChat(agent, step, at) {
+async function runChat(agent, step, at, hookErrors) {
   const expect = step.expect ?? {}
   const events = []
   let response
   let error
+  hookErrors.length = 0
   try {
-    const options = { ...camelize(step.options ?? {}), onEvent: (e) => events.push(e) }
+    const { hooks, ...rest } = step.options ?? {}
+    const options = { ...camelize(rest), onEvent: (e) => events.push(e) }
+    if (hooks !== undefined) options.hooks = scriptedHooks(hooks, hookErrors)
     if ('chat' in step) response = await agent.chat(step.chat, options)
     else if ('regenerate' in step) response = await agent.regenerate(options)
     else response = await agent.continueChat(options)
@@ -175,6 +231,7 @@ async function runChat(agent, step, at) {
     if (expect.response) matches(camelize(expect.response), response, `${at}.response`)
   }
   if (expect.events) matches(camelize(expect.events.map(eventPattern)), events, `${at}.events`)
+  if (expect.hook_errors) matches(expect.hook_errors, hookErrors, `${at}.hookErrors`)
 }
 
 /** The scenario's config in camelCase: unless it names a provider, the scenario's mock is added as `provider: {type: 'mock', ...}`. */
@@ -187,8 +244,11 @@ function scenarioConfig(scenario) {
 
 async function runScenario(scenario) {
   let agent
+  const hookErrors = []
   try {
-    agent = await zk.Agent.create(scenarioConfig(scenario))
+    const config = scenarioConfig(scenario)
+    if (scenario.hooks !== undefined) config.hooks = scriptedHooks(scenario.hooks, hookErrors)
+    agent = await zk.Agent.create(config)
   } catch (error) {
     checkError(scenario.create_error, error, 'create')
     return
@@ -217,7 +277,7 @@ async function runScenario(scenario) {
     }
     for (const [i, step] of (scenario.steps ?? []).entries()) {
       const at = `steps.${i}`
-      if ('chat' in step || 'continue_chat' in step || 'regenerate' in step) await runChat(agent, step, at)
+      if ('chat' in step || 'continue_chat' in step || 'regenerate' in step) await runChat(agent, step, at, hookErrors)
       else if ('set_history' in step) {
         const want = step.expect?.error
         let error

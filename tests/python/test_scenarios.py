@@ -53,9 +53,10 @@ def matches(want: Any, got: Any, path: str) -> None:
     assert type(want) is type(got) and want == got, f"{path}: want {want!r}, got {got!r}"
 
 
-# The keys whose texts may quote a tool's failure: records, events, and
-# the content of the history's tool messages.
-QUOTING_KEYS = {"error", "message", "content"}
+# The keys whose texts may quote a tool's failure or a hook's: records,
+# events (an input filter's rejection too), the content of the history's
+# tool messages, and what on_error received.
+QUOTING_KEYS = {"error", "message", "content", "reason", "hook_errors"}
 
 
 def as_python(value: Any, fail_messages: List[str], quoting: bool = False) -> Any:
@@ -135,14 +136,79 @@ def handler(agent: zk.Agent, name: str, behavior: Dict[str, Any], seen: Seen) ->
     return run
 
 
+def scripted_hooks(rules: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
+    """The hooks a scenario scripts (README: Hooks), as Python functions
+    keyed by the decorators' names."""
+
+    def first(point: str, match: Any) -> Optional[Dict[str, Any]]:
+        return next((rule for rule in rules.get(point, []) if match(rule)), None)
+
+    def thrown(rule: Dict[str, Any]) -> None:
+        if "throw" in rule:
+            raise Exception(rule["throw"])
+
+    def input_filter(message: str) -> Any:
+        rule = first("input_filter", lambda r: r.get("contains", "") in message)
+        if rule is None:
+            return None
+        thrown(rule)
+        return zk.Reject(rule["reject"]) if "reject" in rule else zk.Warn(rule["warn"])
+
+    def before_turn(turn: int) -> Any:
+        rule = first("before_turn", lambda r: r.get("turn", turn) == turn)
+        if rule is None:
+            return None
+        thrown(rule)
+        return zk.EndChat
+
+    def before_tool_call(call: zk.ToolCall) -> Any:
+        rule = first("before_tool_call", lambda r: r.get("tool", call.name) == call.name)
+        if rule is None:
+            return None
+        thrown(rule)
+        return zk.Rewrite(rule["rewrite"]) if "rewrite" in rule else zk.Deny(rule["deny"])
+
+    def after_tool_call(call: zk.ToolCall, result: Any, error: Optional[str]) -> Any:
+        rule = first("after_tool_call", lambda r: r.get("tool", call.name) == call.name)
+        if rule is None:
+            return None
+        thrown(rule)
+        return zk.Replace(rule["replace"])
+
+    def transform_context(messages: List[Dict[str, Any]]) -> Any:
+        rule = first("transform_context", lambda r: True)
+        if rule is None:
+            return None
+        thrown(rule)
+        return [m for m in messages if rule["drop_containing"] not in m.get("content", "")]
+
+    def on_error(error: Exception) -> None:
+        errors.append(str(error))
+
+    functions = {
+        "input_filter": input_filter, "before_turn": before_turn, "before_tool_call": before_tool_call,
+        "after_tool_call": after_tool_call, "transform_context": transform_context, "on_error": on_error,
+    }
+    return {name: fn for name, fn in functions.items() if name in rules and rules[name] is not False}
+
+
+def hook_throws(scenario: Dict[str, Any]) -> List[str]:
+    """Every `throw` message of the scenario's hooks and its chats' hooks."""
+    sets = [scenario.get("hooks", {})] + [s.get("options", {}).get("hooks", {}) for s in scenario.get("steps", [])]
+    return [rule["throw"] for rules in sets for point in rules.values() if isinstance(point, list) for rule in point if "throw" in rule]
+
+
 def event_pattern(want: Any) -> Any:
     return {"type": want} if isinstance(want, str) else want
 
 
-def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str) -> None:
+def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str, hook_errors: List[str]) -> None:
     expect = step.get("expect", {})
     events: List[Dict[str, Any]] = []
     options = dict(step.get("options", {}))
+    if "hooks" in options:
+        options["hooks"] = scripted_hooks(options["hooks"], hook_errors)
+    hook_errors.clear()
     try:
         if "chat" in step:
             start = lambda **kw: agent.chat(step["chat"], **kw)  # noqa: E731
@@ -159,6 +225,8 @@ def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str) -> None:
             matches(expect["response"], dataclasses.asdict(response), f"{at}.response")
     if "events" in expect:
         matches([event_pattern(e) for e in expect["events"]], events, f"{at}.events")
+    if "hook_errors" in expect:
+        matches(expect["hook_errors"], hook_errors, f"{at}.hook_errors")
 
 
 def scenario_config(scenario: Dict[str, Any]) -> Dict[str, Any]:
@@ -180,6 +248,9 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
     assert "create_error" not in scenario, f"create: want the error {scenario['create_error']}, got an agent"
     seen = Seen()
     with agent:
+        hook_errors: List[str] = []
+        for name, fn in scripted_hooks(scenario.get("hooks", {}), hook_errors).items():
+            getattr(agent, name)(fn)
         for tool in scenario.get("tools", []):
             want = tool.get("register_error")
             try:
@@ -192,7 +263,7 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
         for i, step in enumerate(scenario.get("steps", [])):
             at = f"steps.{i}"
             if "chat" in step or "continue_chat" in step or "regenerate" in step:
-                run_chat(agent, step, at)
+                run_chat(agent, step, at, hook_errors)
             elif "set_history" in step:
                 want = step.get("expect", {}).get("error")
                 try:
@@ -229,6 +300,6 @@ def test_the_suite_is_there() -> None:
 def test_scenario(path: Any) -> None:
     scenario = json.loads(path.read_text())
     assert scenario["name"] == path.stem
-    fails = [t["behavior"]["fail"] for t in scenario.get("tools", []) if "fail" in t["behavior"]]
+    fails = [t["behavior"]["fail"] for t in scenario.get("tools", []) if "fail" in t["behavior"]] + hook_throws(scenario)
     scenario["steps"] = as_python(scenario.get("steps", []), fails)
     run_scenario(scenario)

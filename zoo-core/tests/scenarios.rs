@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Message, Tool, ToolChoice, ToolContext,
-    ToolOptions,
+    Agent, CancelToken, ChatOptions, Config, Error, Hooks, InputDecision, Message, Tool, ToolCall,
+    ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
 };
 
 /// How long `wait_cancelled` and `cancel_seen` wait at most: only a broken
@@ -108,6 +108,8 @@ struct Reach {
     token: Mutex<Option<CancelToken>>,
     agent: OnceLock<Weak<Agent>>,
     seen: (Mutex<HashSet<String>>, Condvar),
+    /// What `on_error` hooks received during the chat in flight.
+    hook_errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl Reach {
@@ -125,6 +127,120 @@ impl Reach {
             .wait_timeout_while(seen, SCENARIO_WAIT, |seen| !seen.contains(tool))
             .unwrap();
         seen.contains(tool)
+    }
+}
+
+/// Hooks scripted by a scenario's `hooks` (README: Hooks): per point, the
+/// first rule that matches decides.
+struct ScriptedHooks {
+    rules: Value,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl ScriptedHooks {
+    /// The first rule of `point` that `matches`, or none.
+    fn rule(&self, point: &str, matches: impl Fn(&Value) -> bool) -> Option<&Value> {
+        self.rules
+            .get(point)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|rule| matches(rule))
+    }
+
+    /// The rule's `throw`, as a failing hook.
+    fn thrown(rule: &Value) -> Result<(), String> {
+        match rule.get("throw").and_then(Value::as_str) {
+            Some(message) => Err(message.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a rule's `tool` (absent: any) names the call's tool.
+    fn for_tool(rule: &Value, call: &ToolCall) -> bool {
+        rule.get("tool")
+            .is_none_or(|tool| tool.as_str() == Some(call.name.as_str()))
+    }
+}
+
+fn text(rule: &Value, key: &str) -> String {
+    rule[key].as_str().unwrap_or_default().to_string()
+}
+
+impl Hooks for ScriptedHooks {
+    fn filter_input(&self, message: &str) -> Result<InputDecision, String> {
+        let Some(rule) = self.rule("input_filter", |r| {
+            r.get("contains")
+                .is_none_or(|part| message.contains(part.as_str().unwrap_or_default()))
+        }) else {
+            return Ok(InputDecision::Pass);
+        };
+        Self::thrown(rule)?;
+        Ok(if rule.get("reject").is_some() {
+            InputDecision::Reject {
+                reason: text(rule, "reject"),
+            }
+        } else {
+            InputDecision::Warn {
+                warning: text(rule, "warn"),
+            }
+        })
+    }
+
+    fn before_turn(&self, turn: u32) -> Result<TurnDecision, String> {
+        let rule = self.rule("before_turn", |r| {
+            r.get("turn")
+                .is_none_or(|t| t.as_u64() == Some(turn.into()))
+        });
+        match rule {
+            None => Ok(TurnDecision::Continue),
+            Some(rule) => Self::thrown(rule).map(|()| TurnDecision::End),
+        }
+    }
+
+    fn before_tool_call(&self, call: &ToolCall) -> Result<ToolCallDecision, String> {
+        let Some(rule) = self.rule("before_tool_call", |r| Self::for_tool(r, call)) else {
+            return Ok(ToolCallDecision::Allow);
+        };
+        Self::thrown(rule)?;
+        Ok(match rule.get("rewrite") {
+            Some(arguments) => ToolCallDecision::Rewrite {
+                arguments: arguments.clone(),
+            },
+            None => ToolCallDecision::Deny {
+                reason: text(rule, "deny"),
+            },
+        })
+    }
+
+    fn after_tool_call(
+        &self,
+        call: &ToolCall,
+        _outcome: &Result<Value, String>,
+    ) -> Result<Option<Value>, String> {
+        let Some(rule) = self.rule("after_tool_call", |r| Self::for_tool(r, call)) else {
+            return Ok(None);
+        };
+        Self::thrown(rule)?;
+        Ok(rule.get("replace").cloned())
+    }
+
+    fn transform_context(&self, messages: Vec<Message>) -> Result<Vec<Message>, String> {
+        let Some(rule) = self.rule("transform_context", |_| true) else {
+            return Ok(messages);
+        };
+        Self::thrown(rule)?;
+        let part = text(rule, "drop_containing");
+        Ok(messages
+            .into_iter()
+            .filter(|m| !m.content.contains(&part))
+            .collect())
+    }
+
+    fn on_error(&self, error: &Error) {
+        if self.rules.get("on_error") == Some(&Value::Bool(true)) {
+            self.errors.lock().unwrap().push(error.to_string());
+        }
     }
 }
 
@@ -197,7 +313,11 @@ fn handler(
 
 /// The chat's options; a tool choice the engine refuses is the chat's
 /// error, as in the other languages, where the chat call reports it.
-fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions, Error> {
+fn options(
+    step: &Value,
+    events: &Arc<Mutex<Vec<Value>>>,
+    current: &Current,
+) -> Result<ChatOptions, Error> {
     let sink = Arc::clone(events);
     let mut options = ChatOptions::new().on_event(move |event| {
         sink.lock()
@@ -220,6 +340,12 @@ fn options(step: &Value, events: &Arc<Mutex<Vec<Value>>>) -> Result<ChatOptions,
         if let Some(max) = o.get("max_duration_ms").and_then(Value::as_u64) {
             options = options.max_duration_ms(max);
         }
+        if let Some(rules) = o.get("hooks") {
+            options = options.hooks(Arc::new(ScriptedHooks {
+                rules: rules.clone(),
+                errors: Arc::clone(&current.hook_errors),
+            }));
+        }
     }
     Ok(options)
 }
@@ -240,7 +366,8 @@ fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<
     let events = Arc::new(Mutex::new(Vec::new()));
     let token = CancelToken::new();
     *current.token.lock().unwrap() = Some(token.clone());
-    let result = match options(step, &events) {
+    current.hook_errors.lock().unwrap().clear();
+    let result = match options(step, &events, current) {
         Ok(options) => start(options.cancel_token(token)).wait(),
         Err(error) => Err(error),
     };
@@ -261,6 +388,10 @@ fn run_chat(agent: &Agent, current: &Current, step: &Value, at: &str) -> Result<
         let want = Value::Array(want.iter().map(event_pattern).collect());
         let got = Value::Array(events.lock().unwrap().clone());
         matches(&want, &got, &format!("{at}.events"))?;
+    }
+    if let Some(want) = expect.get("hook_errors") {
+        let got = json!(*current.hook_errors.lock().unwrap());
+        matches(want, &got, &format!("{at}.hook_errors"))?;
     }
     Ok(())
 }
@@ -289,9 +420,13 @@ fn check_format(scenario: &Value) -> Result<(), String> {
             "tools",
             "create_error",
             "steps",
+            "hooks",
         ],
         "scenario",
     )?;
+    if let Some(hooks) = scenario.get("hooks") {
+        check_hooks(hooks, "hooks")?;
+    }
     if let Some(mock) = scenario.get("mock") {
         check_keys(mock, &["replies", "piece_delay_ms"], "mock")?;
         if scenario["config"].get("provider").is_some() {
@@ -379,16 +514,46 @@ fn check_format(scenario: &Value) -> Result<(), String> {
                     "max_turns",
                     "max_total_tokens",
                     "max_duration_ms",
+                    "hooks",
                 ],
                 &format!("{at}.options"),
             )?;
+            if let Some(hooks) = options.get("hooks") {
+                check_hooks(hooks, &format!("{at}.options.hooks"))?;
+            }
         }
         if let Some(expect) = step.get("expect") {
             check_keys(
                 expect,
-                &["response", "events", "error", "removed"],
+                &["response", "events", "error", "removed", "hook_errors"],
                 &format!("{at}.expect"),
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// The shape of scripted hooks: each point's rules, a matcher and one action.
+fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
+    const POINTS: [(&str, &[&str]); 5] = [
+        ("input_filter", &["contains", "warn", "reject", "throw"]),
+        ("before_turn", &["turn", "end", "throw"]),
+        ("before_tool_call", &["tool", "deny", "rewrite", "throw"]),
+        ("after_tool_call", &["tool", "replace", "throw"]),
+        ("transform_context", &["drop_containing", "throw"]),
+    ];
+    let mut keys: Vec<&str> = POINTS.iter().map(|(point, _)| *point).collect();
+    keys.push("on_error");
+    check_keys(hooks, &keys, at)?;
+    for (point, allowed) in POINTS {
+        for (i, rule) in hooks
+            .get(point)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            check_keys(rule, allowed, &format!("{at}.{point}.{i}"))?;
         }
     }
     Ok(())
@@ -429,6 +594,12 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
         (Ok(agent), None) => Arc::new(agent),
     };
     let _ = current.agent.set(Arc::downgrade(&agent));
+    if let Some(rules) = scenario.get("hooks") {
+        agent.set_hooks(Some(Arc::new(ScriptedHooks {
+            rules: rules.clone(),
+            errors: Arc::clone(&current.hook_errors),
+        })));
+    }
     for tool in scenario
         .get("tools")
         .and_then(Value::as_array)
