@@ -4,17 +4,23 @@
 //    a no-op onToken against chats without, interleaved; the difference per
 //    token is what delivering a token to JavaScript costs (the inference
 //    thread queues it, the JS thread drains the queue in batches).
-// 2. Generation throughput through Node against the Rust engine: the same
+// 2. Per-event cost: the same mock chat (one reply with EVENT_CALLS calls to
+//    tools that do not exist, each settled at once with three events, then a
+//    final reply: 3 * EVENT_CALLS + 6 events) with an onEvent that receives
+//    every event against none, interleaved; the difference per event,
+//    beside the token callback's cost of 1.
+// 3. Generation throughput through Node against the Rust engine: the same
 //    greedy generation on the default model (temperature 0, 2 threads, 128
 //    tokens), in this process streaming to a JS onToken, and in a Rust
 //    process (examples/rust/generate.rs), interleaved (Node first in even
 //    rounds, Rust first in odd ones): ratio of the medians and median of the
 //    per-round ratios.
-// 3. node-llama-cpp (npm, its own prebuilt llama.cpp) on the same model,
+// 4. node-llama-cpp (npm, its own prebuilt llama.cpp) on the same model,
 //    prompt, threads and token count, when it is installed next to the
 //    package: generation tokens/s from its first token to its last.
 //
 //   node tests/node/bench_node.mjs MODEL RUST_GENERATE_BINARY
+//   node tests/node/bench_node.mjs --events     (1 and 2 only: no model)
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
@@ -22,6 +28,8 @@ import { pathToFileURL } from 'node:url'
 import { zk, CONSUMER } from './helpers.mjs'
 
 const N_TOKENS = 100_000
+const EVENT_CALLS = 100
+const EVENT_ROUNDS = 61
 const ROUNDS = 15
 const THROUGHPUT_ROUNDS = Number(process.env.ZOO_BENCH_ROUNDS ?? 15)
 const PROMPT = 'Write a long story about a lighthouse keeper and the sea.'
@@ -54,6 +62,38 @@ async function callbackCost() {
     `callback: ${N_TOKENS} tokens, median ${median(plain).toFixed(1)} ms without onToken, ` +
       `${median(streamed).toFixed(1)} ms with a JS onToken: ${perToken.toFixed(0)} ns per token callback ` +
       `(all ${N_TOKENS} delivered before the Promise resolved)`,
+  )
+  return perToken
+}
+
+async function eventCost(perTokenNs) {
+  const calls = Array.from({ length: EVENT_CALLS }, (_, i) =>
+    `<tool_call>\n${JSON.stringify({ name: `missing_${i}`, arguments: { n: i } })}\n</tool_call>`).join('')
+  const events = 3 * EVENT_CALLS + 6
+  const plain = []
+  const observed = []
+  for (let round = 0; round < EVENT_ROUNDS; round++) {
+    const order = [[undefined, plain], [() => {}, observed]]
+    for (const [onEvent, out] of round % 2 === 0 ? order : order.reverse()) {
+      const agent = await zk.Agent.create({ provider: { type: 'mock', replies: [calls, 'done'] } })
+      // With no tool at all the reply would be plain text.
+      agent.registerTool({ name: 'real', description: 'A tool', parameters: { type: 'object' } }, () => 1)
+      let seen = 0
+      const started = performance.now()
+      const response = await agent.chat('go', { onEvent: onEvent && ((e) => { seen++; onEvent(e) }) })
+      out.push(performance.now() - started)
+      if (response.text !== 'done' || response.toolCalls.length !== EVENT_CALLS) throw new Error('the chat went wrong')
+      if (onEvent && seen !== events) throw new Error(`${seen} events, not ${events}`)
+      await agent.close()
+    }
+  }
+  const paired = median(observed.map((o, i) => ((o - plain[i]) / events) * 1e6))
+  const perEvent = ((median(observed) - median(plain)) / events) * 1e6
+  console.log(
+    `events: ${events} per chat, median ${median(plain).toFixed(2)} ms without onEvent, ` +
+      `${median(observed).toFixed(2)} ms with a JS onEvent (${EVENT_ROUNDS} interleaved rounds): ` +
+      `${perEvent.toFixed(0)} ns per event (median of per-round differences ${paired.toFixed(0)} ns), ` +
+      `${(perEvent - perTokenNs).toFixed(0)} ns more than a token callback`,
   )
 }
 
@@ -121,10 +161,14 @@ async function nodeLlamaCpp(modelPath, zooMedian) {
 }
 
 const [modelPath, rustBinary] = process.argv.slice(2)
-if (!modelPath || !rustBinary) {
-  console.error('usage: node tests/node/bench_node.mjs MODEL RUST_GENERATE_BINARY')
+const eventsOnly = modelPath === '--events'
+if (!eventsOnly && (!modelPath || !rustBinary)) {
+  console.error('usage: node tests/node/bench_node.mjs MODEL RUST_GENERATE_BINARY | --events')
   process.exit(2)
 }
-await callbackCost()
-const zooMedian = await throughput(modelPath, rustBinary)
-await nodeLlamaCpp(modelPath, zooMedian)
+const perTokenNs = await callbackCost()
+await eventCost(perTokenNs)
+if (!eventsOnly) {
+  const zooMedian = await throughput(modelPath, rustBinary)
+  await nodeLlamaCpp(modelPath, zooMedian)
+}

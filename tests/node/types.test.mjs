@@ -157,3 +157,29 @@ test('tool contexts and their events type-check, and misuse does not', () => {
   assert.match(output, /bad_context\.ts\(3,/)
   assert.match(output, /bad_context\.ts\(4,/)
 })
+
+test('logs and per-chat hooks type-check, and their misuse does not', () => {
+  const ok = typecheckLines('logs.ts', [
+    "import { Agent, setLogger, setLogLevel, droppedLogs, flushLogs, type LogRecord } from 'zoo-keeper'",
+    'async function f(agent: Agent): Promise<number> {',
+    "  setLogger((record: LogRecord) => console.log(record.target, record.message, record.fields.chatId), { level: 'debug' })",
+    "  setLogLevel('info')",
+    "  await agent.chat('hi', { hooks: { beforeToolCall: (call) => (call.name === 'rm' ? { action: 'deny', reason: 'no' } : undefined) } })",
+    "  await agent.chat('hi', { hooks: {} })",
+    '  const flushed: boolean = await flushLogs({ timeoutMs: 100 })',
+    '  setLogger(null)',
+    '  return droppedLogs() + (flushed ? 1 : 0)',
+    '}',
+    'void f',
+  ])
+  assert.equal(ok.status, 0, ok.stdout + ok.stderr)
+  const bad = typecheckLines('bad_logs.ts', [
+    "import { setLogger, setLogLevel } from 'zoo-keeper'",
+    "setLogger((record: string) => record, { level: 'info' })",
+    "setLogLevel('loud')",
+  ])
+  assert.notEqual(bad.status, 0)
+  const output = bad.stdout + bad.stderr
+  assert.match(output, /bad_logs\.ts\(2,/)
+  assert.match(output, /bad_logs\.ts\(3,/)
+})

@@ -3,7 +3,12 @@
 1. Per-token callback cost: a zero-delay mock streams N tokens; chats with a
    no-op `on_token` against chats without, interleaved; the difference per
    token is what a Python callback costs on the inference thread.
-2. Generation throughput through Python against the Rust engine: the same
+2. Per-event cost: the same mock chat (one reply with EVENT_CALLS calls to
+   tools that do not exist, each settled at once with three events, then a
+   final reply: 3 * EVENT_CALLS + 6 events) with an `on_event` that
+   receives every `Event` against none, interleaved; the difference per
+   event, beside the token callback's cost of 1.
+3. Generation throughput through Python against the Rust engine: the same
    greedy generation on the default model, in this process (streaming to a
    Python callback) and in a Rust process (examples/rust/generate.rs),
    interleaved (Python first in odd rounds, Rust first in even ones); the
@@ -18,6 +23,9 @@ import time
 
 import zoo_keeper as zk
 
+EVENT_CALLS = 100
+EVENT_ROUNDS = 61
+
 N_TOKENS = 20_000
 ROUNDS = 7
 THROUGHPUT_ROUNDS = 15
@@ -25,7 +33,7 @@ PROMPT = "Write a long story about a lighthouse keeper and the sea."
 MAX_TOKENS = 128
 
 
-def callback_cost() -> None:
+def callback_cost() -> float:
     reply = " ".join(["tok"] * N_TOKENS)
     plain, streamed = [], []
     for _ in range(ROUNDS):
@@ -37,6 +45,35 @@ def callback_cost() -> None:
     per_token_ns = (statistics.median(streamed) - statistics.median(plain)) / N_TOKENS * 1e9
     print(f"callback: {N_TOKENS} tokens, median {statistics.median(plain)*1e3:.1f} ms without on_token, "
           f"{statistics.median(streamed)*1e3:.1f} ms with a Python on_token: {per_token_ns:.0f} ns per token callback")
+    return per_token_ns
+
+
+def event_cost(per_token_ns: float) -> None:
+    calls = "".join(
+        "<tool_call>\n" + json.dumps({"name": f"missing_{i}", "arguments": {"n": i}}) + "\n</tool_call>"
+        for i in range(EVENT_CALLS)
+    )
+    events = 3 * EVENT_CALLS + 6
+    plain, observed = [], []
+    for round in range(EVENT_ROUNDS):
+        order = ((None, plain), (lambda _e: None, observed))
+        for sink, out in order if round % 2 == 0 else order[::-1]:
+            with zk.Agent(provider={"type": "mock", "replies": [calls, "done"]}) as agent:
+                # With no tool at all the reply would be plain text.
+                agent.register_tool("real", "A tool", {"type": "object"}, lambda: 1)
+                seen = []
+                count = (lambda e: (seen.append(1), sink(e))) if sink else None
+                started = time.perf_counter()
+                response = agent.chat("go", on_event=count)
+                out.append(time.perf_counter() - started)
+                assert response.text == "done" and len(response.tool_calls) == EVENT_CALLS
+                assert not sink or len(seen) == events
+    paired = statistics.median((o - p) / events * 1e9 for o, p in zip(observed, plain))
+    per_event_ns = (statistics.median(observed) - statistics.median(plain)) / events * 1e9
+    print(f"events: {events} per chat, median {statistics.median(plain)*1e3:.2f} ms without on_event, "
+          f"{statistics.median(observed)*1e3:.2f} ms with a Python on_event ({EVENT_ROUNDS} interleaved rounds): "
+          f"{per_event_ns:.0f} ns per event (median of per-round differences {paired:.0f} ns), "
+          f"{per_event_ns - per_token_ns:.0f} ns more than a token callback")
 
 
 def throughput(model: str, rust_binary: str) -> None:
@@ -64,5 +101,8 @@ def throughput(model: str, rust_binary: str) -> None:
 
 
 if __name__ == "__main__":
-    callback_cost()
-    throughput(sys.argv[1], sys.argv[2])
+    # `--events`: the callback and event costs only (no model needed).
+    token_ns = callback_cost()
+    event_cost(token_ns)
+    if sys.argv[1:2] != ["--events"]:
+        throughput(sys.argv[1], sys.argv[2])
