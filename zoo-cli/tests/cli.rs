@@ -88,6 +88,27 @@ fn run_answers_from_the_argument_or_stdin() {
 }
 
 #[test]
+fn verbose_shows_the_prompt_and_the_raw_output_on_stderr() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", MOCK);
+    let config = config.to_str().unwrap();
+    let out = zoo(&dir.0, &["run", "--config", config, "--verbose", "hi"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hello there.\n");
+    let err = text(&out.stderr);
+    // The mock renders nothing: its prompt is the messages it received.
+    assert!(err.contains("--- zoo::prompt ---"), "{err}");
+    assert!(err.contains(r#"[{"role":"user","content":"hi"}]"#), "{err}");
+    assert!(
+        err.contains("--- zoo::raw_output ---\nHello there."),
+        "{err}"
+    );
+    // Without --verbose, nothing of it.
+    let out = zoo(&dir.0, &["run", "--config", config, "hi"], "");
+    assert!(!text(&out.stderr).contains("zoo::prompt"));
+}
+
+#[test]
 fn errors_go_to_stderr_with_a_failing_status() {
     let dir = TempDir::new();
     let bad = dir.file("bad.toml", "temprature = 0.5\n");

@@ -5,22 +5,24 @@
 //! record (debug), which the backend emits right after rendering and
 //! tokenizing the prompt, before decoding it.
 //!
-//! Two cases, 20 steers each (greedy, 2 threads), each chat on a cleared
+//! Two cases, 10 steers each (greedy; `ZOO_BENCH_THREADS` threads, default
+//! 2), each chat on a cleared
 //! history:
-//! - generation: the model describes a lighthouse keeper's day (no tools;
-//!   about a hundred tokens, ended by the model); a thread steers after a
-//!   random 1 to 32 streamed tokens. The message joins the conversation
+//! - generation: the model describes a lighthouse in one sentence (no
+//!   tools; a few dozen tokens, ended by the model); a thread steers after
+//!   a random 1 to 16 streamed tokens. The message joins the conversation
 //!   before the next reply: the chat starts a new round for it when the
 //!   description ends. (A reply cut by `max_tokens` ends the chat, and the
 //!   message waits for the next chat; the bench leaves room for the whole
 //!   reply.)
 //! - tool in flight: the model's first reply is a call to a tool that takes
 //!   200 ms; the tool steers after a random 0 to 150 ms. The message joins
-//!   before the reply that reads the tool's result.
+//!   before the reply that reads the tool's result; the part of the
+//!   latency after the tool returned is also reported.
 //!
 //! Latencies are also given in tokens of the model's own generation speed
 //! (the story's time per generated token), for the goal "within one token
-//! plus the tool in flight". Percentiles are nearest-rank (p99 of 20 is the
+//! plus the tool in flight". Percentiles are nearest-rank (p99 of 10 is the
 //! maximum). Each latency is printed as it is measured.
 //!
 //! ```sh
@@ -36,7 +38,7 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use zoo_core::{Agent, ChatOptions, Config, Model, ModelParams, Tool, ToolChoice};
 
-const STEERS: usize = 20;
+const STEERS: usize = 10;
 const TOOL_MS: u64 = 200;
 
 /// xorshift64*: enough randomness for steer moments, no dependency.
@@ -112,9 +114,19 @@ fn config() -> Config {
     Config::default()
         .temperature(0.0)
         .context_size(2048)
-        .threads(2)
+        .threads(threads())
         .seed(7)
         .max_tokens(400)
+}
+
+/// The threads to run the model on: `ZOO_BENCH_THREADS`, default 2 (on a
+/// machine whose cores other processes keep busy, 1 avoids llama.cpp's
+/// OpenMP workers spinning against each other).
+fn threads() -> u32 {
+    std::env::var("ZOO_BENCH_THREADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2)
 }
 
 /// From the steer to the first prompt holding the message, in ms.
@@ -145,7 +157,7 @@ fn main() {
             text: Some(text.clone()),
             seen: None,
         };
-        let after = 1 + rng.below(32) as usize;
+        let after = 1 + rng.below(16) as usize;
         let (tx, rx) = mpsc::channel::<()>();
         let mut streamed = 0usize;
         let options = ChatOptions::new().max_turns(2).on_token(move |_| {
@@ -154,10 +166,7 @@ fn main() {
                 let _ = tx.send(());
             }
         });
-        let handle = agent.chat(
-            "Describe a lighthouse keeper's day in four sentences.",
-            options,
-        );
+        let handle = agent.chat("Describe a lighthouse in one sentence.", options);
         let steerer = {
             let agent = agent.clone();
             std::thread::spawn(move || {
@@ -189,12 +198,15 @@ fn main() {
     }
     token_ms.sort_by(f64::total_cmp);
     let token_ms = token_ms[token_ms.len() / 2];
-    println!("SmolLM2-135M, 2 threads: {token_ms:.1} ms per generated token (median)");
+    println!(
+        "SmolLM2-135M, {} threads: {token_ms:.1} ms per generated token (median)",
+        threads()
+    );
     report("during generation", during_generation, token_ms);
 
     // Tool in flight: the steer comes while the tool runs.
     let agent = Arc::new(Agent::with_model(model, config()).expect("agent"));
-    let mut during_tool = Vec::new();
+    let (mut during_tool, mut beyond_tool) = (Vec::new(), Vec::new());
     for i in 0..STEERS {
         agent.clear_history().unwrap();
         let text = format!("Use Celsius, please ({i}).");
@@ -203,8 +215,9 @@ fn main() {
             seen: None,
         };
         let delay = Duration::from_millis(rng.below(150));
-        let steered_at = Arc::new(Mutex::new(None));
-        let (reach, at) = (Arc::downgrade(&agent), steered_at.clone());
+        // When the steer was sent and when the tool returned.
+        let moments = Arc::new(Mutex::new((None, None)));
+        let (reach, at) = (Arc::downgrade(&agent), moments.clone());
         agent.unregister_tool("get_weather");
         agent.register_tool(
             Tool::new(
@@ -215,10 +228,13 @@ fn main() {
                     let started = Instant::now();
                     std::thread::sleep(delay);
                     if let Some(agent) = reach.upgrade() {
-                        *at.lock().unwrap() = Some(Instant::now());
+                        at.lock().unwrap().0 = Some(Instant::now());
                         agent.steer(text.clone());
                     }
-                    std::thread::sleep(Duration::from_millis(TOOL_MS).saturating_sub(started.elapsed()));
+                    std::thread::sleep(
+                        Duration::from_millis(TOOL_MS).saturating_sub(started.elapsed()),
+                    );
+                    at.lock().unwrap().1 = Some(Instant::now());
                     Ok(json!({"city": args["city"], "temperature_f": 64}))
                 },
             )
@@ -231,16 +247,19 @@ fn main() {
             .chat("What is the weather in Paris?", options)
             .wait()
             .expect("the chat succeeds");
-        let steered = *steered_at.lock().unwrap();
-        match steered.and_then(|at| latency(&watch, at)) {
-            Some(ms) => {
+        let (steered, returned) = *moments.lock().unwrap();
+        match (steered.and_then(|at| latency(&watch, at)), returned) {
+            (Some(ms), Some(returned)) => {
+                let after_tool = latency(&watch, returned).unwrap_or(f64::NAN);
                 println!(
-                    "tool {i}: steered {} ms into the tool, {ms:.1} ms",
+                    "tool {i}: steered {} ms into the tool, {ms:.1} ms, of which {after_tool:.1} ms \
+                     after the tool returned",
                     delay.as_millis()
                 );
-                during_tool.push(ms)
+                during_tool.push(ms);
+                beyond_tool.push(after_tool);
             }
-            None => println!("tool {i}: no prompt held the message"),
+            _ => println!("tool {i}: no prompt held the message"),
         }
     }
     report(
@@ -248,4 +267,5 @@ fn main() {
         during_tool,
         token_ms,
     );
+    report("  of which after the tool returned", beyond_tool, token_ms);
 }
