@@ -182,6 +182,12 @@ typedef struct zoo_agent zoo_agent;
 typedef struct zoo_chat zoo_chat;
 
 /**
+ * Where a confirmation callback reports a failure (opaque; only valid
+ * during the call).
+ */
+typedef struct zoo_confirmation zoo_confirmation;
+
+/**
  * Where a hook writes its decision (opaque; only valid during the call).
  */
 typedef struct zoo_hook_result zoo_hook_result;
@@ -211,6 +217,28 @@ typedef struct zoo_tool_context zoo_tool_context;
 typedef struct zoo_tool_result zoo_tool_result;
 
 /**
+ * Asked before `write_file`, `edit_file` and `bash` run: `tool_name` (NUL-
+ * terminated) and the call's arguments as a JSON object
+ * (`arguments_len` bytes, also NUL-terminated), both valid only during
+ * the call. Return true to let the call run, false to refuse it (the
+ * model reads "the user refused this bash call"). Report a failure with
+ * `zoo_confirmation_set_error`: the call is refused whatever was
+ * returned, and the model reads the message. Runs on one of the agent's
+ * tool threads, while the chat waits for it.
+ */
+typedef bool (*zoo_confirm_fn)(void *user_data,
+                               const char *tool_name,
+                               const char *arguments_json,
+                               size_t arguments_len,
+                               struct zoo_confirmation *confirmation);
+
+/**
+ * Frees a `user_data`. Runs exactly once, on whichever thread releases the
+ * last reference (possibly the inference thread).
+ */
+typedef void (*zoo_free_fn)(void *user_data);
+
+/**
  * A hook. Runs on the agent's inference thread, one at a time, while a
  * chat is blocked on it. `input_json` (`input_len` bytes, also
  * NUL-terminated) is valid only during the call; its shape is given with
@@ -238,12 +266,6 @@ typedef void (*zoo_hook_error_fn)(void *user_data,
                                   enum zoo_status code,
                                   const char *message,
                                   size_t message_len);
-
-/**
- * Frees a `user_data`. Runs exactly once, on whichever thread releases the
- * last reference (possibly the inference thread).
- */
-typedef void (*zoo_free_fn)(void *user_data);
 
 /**
  * The hooks of an agent's chats. Every callback may be NULL (that point
@@ -660,6 +682,39 @@ enum zoo_status zoo_agent_tools_json(const struct zoo_agent *agent,
 enum zoo_status zoo_agent_add_subagent(const struct zoo_agent *agent,
                                        const char *spec_json,
                                        char **out_error);
+
+/**
+ * Adds built-in tools to `agent`. `options_json` is
+ * `{"tools": ["read_file", "write_file", "edit_file", "list_files",
+ * "search", "bash"], "workspace": "/path/to/folder", "bash_deny": ["sudo"]}`
+ * (`bash_deny` optional), the shape of the config's `builtin_tools`:
+ * every path the tools touch is confined to `workspace`, and no `bash`
+ * command may contain a `bash_deny` entry. `confirm` (may be NULL: ask
+ * nothing) is asked before each `write_file`, `edit_file` and `bash` call,
+ * with `user_data`. `free_user_data` (may be NULL) runs exactly once: when
+ * none of the tools is registered any more and no call is running, when
+ * the agent is freed, or right away if this fails or `confirm` is NULL.
+ * Nothing is added on failure.
+ *
+ * Returns `ZOO_INVALID_JSON` (`options_json` is not JSON) or
+ * `ZOO_INVALID_ARGUMENT` (NULL agent or options, a missing, mistyped or
+ * unknown key, an unknown tool name, a workspace that is not a folder).
+ */
+enum zoo_status zoo_agent_add_builtin_tools(const struct zoo_agent *agent,
+                                            const char *options_json,
+                                            zoo_confirm_fn confirm,
+                                            void *user_data,
+                                            zoo_free_fn free_user_data,
+                                            char **out_error);
+
+/**
+ * Reports that the confirmation callback failed with `message`: the call
+ * is refused and the model reads why. Call from inside the callback.
+ * `ZOO_INVALID_ARGUMENT` for a NULL `confirmation` or `message`.
+ */
+enum zoo_status zoo_confirmation_set_error(struct zoo_confirmation *confirmation,
+                                           const char *message,
+                                           char **out_error);
 
 /**
  * Sends `message` and blocks until the reply is complete. `options` and

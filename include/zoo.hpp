@@ -584,6 +584,33 @@ inline void free_context_tool(void *user_data) noexcept {
 
 } // namespace detail
 
+/** Asked before write_file, edit_file and bash run, with the tool's name and
+ *  the call's arguments (JSON text): true lets the call run, false refuses
+ *  it; an exception refuses it too, and the model reads its what(). */
+using ConfirmFn = std::function<bool(const std::string &tool, const std::string &arguments_json)>;
+
+namespace detail {
+
+/* Asks the host's confirmation; an exception refuses, with its message. */
+inline bool call_confirm(void *user_data, const char *tool, const char *args, size_t len,
+                         zoo_confirmation *confirmation) noexcept {
+    try {
+        const ConfirmFn &fn = *static_cast<const ConfirmFn *>(user_data);
+        return fn(tool, std::string(args, len));
+    } catch (const std::exception &e) {
+        if (zoo_confirmation_set_error(confirmation, e.what(), nullptr) != ZOO_OK)
+            zoo_confirmation_set_error(confirmation, "the confirmation threw an exception",
+                                       nullptr);
+    } catch (...) {
+        zoo_confirmation_set_error(confirmation, "the confirmation threw an exception", nullptr);
+    }
+    return false;
+}
+
+inline void free_confirm(void *user_data) noexcept { delete static_cast<ConfirmFn *>(user_data); }
+
+} // namespace detail
+
 /* ---- Model ---- */
 
 /** A loaded GGUF model. Agents created from it keep the weights alive, so
@@ -864,6 +891,25 @@ public:
         detail::check(zoo_agent_register_tool_with_context(
                           a_, name.c_str(), description.c_str(), schema_json.c_str(), &copts,
                           &detail::call_context_tool, data, &detail::free_context_tool, err.out()),
+                      err);
+    }
+
+    /** Adds built-in tools: `options_json` is {"tools": [...], "workspace":
+     *  "...", "bash_deny": [...]} (as the config's builtin_tools); `confirm`
+     *  (may be empty) is asked before write_file, edit_file and bash run.
+     *  Throws zoo::Error. */
+    void add_builtin_tools(const std::string &options_json, ConfirmFn confirm = {}) const {
+        detail::LibString err;
+        if (!confirm) {
+            detail::check(zoo_agent_add_builtin_tools(a_, options_json.c_str(), nullptr, nullptr,
+                                                      nullptr, err.out()),
+                          err);
+            return;
+        }
+        // libzoo owns the heap copy from here on and frees it exactly once.
+        auto *data = new ConfirmFn(std::move(confirm));
+        detail::check(zoo_agent_add_builtin_tools(a_, options_json.c_str(), &detail::call_confirm,
+                                                  data, &detail::free_confirm, err.out()),
                       err);
     }
 

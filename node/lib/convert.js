@@ -99,6 +99,7 @@ function toMessage(m) {
   if (m.tool_call_id != null) out.toolCallId = m.tool_call_id
   if (m.name != null) out.name = m.name
   if (m.is_error) out.isError = true
+  if (m.images?.length) out.images = m.images.map((i) => ({ mimeType: i.mime_type, data: i.data }))
   return out
 }
 
@@ -109,6 +110,9 @@ function fromMessage(m) {
   if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId
   if (m.name !== undefined) out.name = m.name
   if (m.isError !== undefined) out.is_error = m.isError
+  if (Array.isArray(m.images)) {
+    out.images = m.images.map((i) => (i !== null && typeof i === 'object' ? { mime_type: i.mimeType, data: i.data } : i))
+  } else if (m.images !== undefined) out.images = m.images
   return out
 }
 

@@ -100,7 +100,7 @@ export interface AgentConfig {
   /** The session to continue or start; absent with a `sessionStore` starts a new one. */
   session?: string | null
   /** Built-in tools registered at start, confined to `workspace` (confirm calls in a beforeToolCall hook). */
-  builtinTools?: { tools: ('read_file' | 'write_file' | 'edit_file' | 'list_files' | 'search' | 'bash')[]; workspace: string; bashDeny?: string[] } | null
+  builtinTools?: { tools: BuiltinToolName[]; workspace: string; bashDeny?: string[] } | null
   /** Folders of skills (`<folder>/<skill>/SKILL.md`); later folders override. */
   skills?: string[]
   /** Keep the session's KV cache beside the store when the agent closes, for an instant resume (true). */
@@ -309,6 +309,32 @@ export interface ToolCall {
   arguments: any
 }
 
+/** The built-in tools, by name. */
+export type BuiltinToolName = 'read_file' | 'write_file' | 'edit_file' | 'list_files' | 'search' | 'bash'
+
+/** `addBuiltinTools`' options. */
+export interface BuiltinToolsOptions {
+  /** The folder every path is confined to (it must exist). */
+  workspace: string
+  /** Asked before `write_file`, `edit_file` and `bash` run: true lets the call run. */
+  confirm?: ((tool: BuiltinToolName, args: Record<string, unknown>) => boolean | Promise<boolean>) | null
+  /** Text no `bash` command may contain (checked before anything runs; not a sandbox). */
+  bashDeny?: string[]
+}
+
+/** What a built-in tool, a sub-agent or `load_skill` gives as a call's `result`: the model read `text`. */
+export interface ToolOutput {
+  text: string
+  /** The tool's own keys (snake_case, as the tool wrote them): path, counts, exit_code, stdout... */
+  details?: Record<string, unknown>
+}
+
+/** An image a tool result carries (`read_file` on a PNG): its media type and its bytes in base64. */
+export interface ImageContent {
+  mimeType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'
+  data: string
+}
+
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool'
   content: string
@@ -316,6 +342,8 @@ export interface Message {
   toolCallId?: string
   name?: string
   isError?: boolean
+  /** A tool message's images: sent to providers that take them; a local model reads a placeholder line for each. */
+  images?: ImageContent[]
 }
 
 /** What a hook may return: a value or a Promise of it; undefined or null changes nothing. */
@@ -593,6 +621,12 @@ export declare class Agent {
   readonly id: number
   /** Offers a child agent to the model as a tool taking a `task` and returning the child's `answer`. */
   addSubagent(spec: { name: string; description: string; tools?: string[]; config?: AgentConfig }): void
+  /**
+   * Adds built-in tools confined to `workspace`; `confirm` is asked before
+   * `write_file`, `edit_file` and `bash` run (false, a throw or a rejection
+   * refuses the call, which the model reads).
+   */
+  addBuiltinTools(tools: BuiltinToolName[], options: BuiltinToolsOptions): void
   /** The tools the model is shown, in registration order. */
   tools(): { name: string; description: string; parameters: JsonSchema }[]
   /** The config's skills. */

@@ -296,6 +296,18 @@ function wrapTool(handler) {
   }
 }
 
+/** The host's confirmation of a built-in tool call, wrapped like a tool: never throws. */
+function wrapConfirm(confirm) {
+  return async (json) => {
+    try {
+      const { tool, arguments: args } = JSON.parse(json)
+      return JSON.stringify({ ok: true, value: Boolean(await confirm(tool, args)) })
+    } catch (thrown) {
+      return JSON.stringify({ ok: false, error: describe(thrown) })
+    }
+  }
+}
+
 /** The hook points: the keys of `hooks` in `Agent.create` and `setHooks`, and their JSON names. */
 const HOOKS = {
   inputFilter: 'input_filter',
@@ -486,6 +498,27 @@ class Agent {
     }
     if (schema === undefined) throw invalid('registerTool: `parameters` must be a JSON schema object')
     native(() => this.#native.registerTool(name, description, schema, wrapTool(handler), toolOptionsJson(exclusive, timeoutMs)))
+  }
+
+  /**
+   * Adds built-in tools by name (`read_file`, `write_file`, `edit_file`,
+   * `list_files`, `search`, `bash`), every path confined to `workspace` (an
+   * existing folder). `confirm(tool, args)`, sync or async, is asked before
+   * each `write_file`, `edit_file` and `bash` call: true lets it run, false
+   * refuses it (the model reads "the user refused this bash call"); a throw
+   * or rejection refuses it too, and the model reads it. No `bash` command
+   * may contain a `bashDeny` entry (a deny list is not a sandbox). A bad
+   * name or workspace throws a ZooError (code 1) and adds nothing.
+   * @param {string[]} tools
+   * @param {{workspace: string, confirm?: (tool: string, args: any) => boolean | Promise<boolean>, bashDeny?: string[]}} options
+   */
+  addBuiltinTools(tools, options) {
+    const { workspace, confirm, bashDeny = [] } = checkObject(options, 'the built-in tools\' options')
+    if (confirm !== undefined && confirm !== null && typeof confirm !== 'function') {
+      throw invalid(`invalid argument: the confirm callback of the built-in tools must be a function, got ${typeof confirm}`)
+    }
+    const optionsJson = JSON.stringify({ tools, workspace, bash_deny: bashDeny })
+    native(() => this.#native.addBuiltinTools(optionsJson, confirm ? wrapConfirm(confirm) : null))
   }
 
   /** Removes a tool; returns whether it was registered. */
@@ -723,7 +756,8 @@ class Agent {
 
   /**
    * Offers a child agent to the model as the tool `name`, which takes a
-   * `task` and returns the child's `answer`. `config` is the child's (camelCase
+   * `task` and returns the child's answer (the model reads it; the call's
+   * `result` is `{text, details: {stop_reason, usage}}`). `config` is the child's (camelCase
    * keys): with a `provider` it runs there, without one on this agent's loaded
    * model. `tools` names tools of this agent the child may call.
    */

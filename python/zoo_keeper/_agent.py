@@ -235,6 +235,40 @@ class Agent(_HookMethods):
     def unregister_tool(self, name: str) -> bool:
         return self._native.unregister_tool(name)
 
+    # -- built-in tools ----------------------------------------------------
+
+    def add_builtin_tools(
+        self,
+        tools: Sequence[str],
+        *,
+        workspace: Union[str, "os.PathLike[str]"],
+        confirm: Optional[Callable[[str, Dict[str, Any]], Any]] = None,
+        bash_deny: Sequence[str] = (),
+    ) -> None:
+        """Adds built-in tools by name (`read_file`, `write_file`,
+        `edit_file`, `list_files`, `search`, `bash`), every path confined to
+        `workspace` (an existing folder). `confirm(tool, arguments)` is asked
+        before each `write_file`, `edit_file` and `bash` call (on a tool
+        thread; it may be `async def`): a true answer lets it run, a false one
+        refuses it and the model reads "the user refused this bash call"; an
+        exception refuses it too, and the model reads it. No `bash` command
+        may contain a `bash_deny` entry (checked before anything runs; a deny
+        list is not a sandbox). Raises `InvalidArgumentError` for an unknown
+        name or a bad workspace; nothing is added then."""
+        runner = self._async_tools
+
+        def ask(tool: str, arguments_json: str) -> bool:
+            assert confirm is not None
+            answer = confirm(tool, json.loads(arguments_json))
+            if inspect.isawaitable(answer):
+                answer = runner.run(answer)
+            return bool(answer)
+
+        options = {"tools": list(tools), "workspace": os.fspath(workspace), "bash_deny": list(bash_deny)}
+        # A confirm that cannot be called goes to the native check, which
+        # words the error as every front door does.
+        self._native.add_builtin_tools(json.dumps(options), ask if callable(confirm) else confirm)
+
     # -- MCP servers -------------------------------------------------------
 
     def add_mcp_server(
@@ -485,7 +519,9 @@ class Agent(_HookMethods):
 
     def add_subagent(self, name: str, description: str, *, tools: Sequence[str] = (), **config: Any) -> None:
         """Offers a child agent to the model as the tool `name`, which takes a
-        `task` and returns the child's `answer`. `config` is the child's
+        `task` and returns the child's answer (the model reads it; the
+        call's `result` is `{"text": answer, "details": {"stop_reason",
+        "usage"}}`). `config` is the child's
         (system_prompt, max_turns, ...): with a `provider` it runs there,
         without one on this agent's loaded model. `tools` names tools of this
         agent the child may call."""
@@ -518,7 +554,9 @@ class Agent(_HookMethods):
 
     @property
     def history(self) -> List[Dict[str, Any]]:
-        """The conversation, system prompt first, as a list of message dicts."""
+        """The conversation, system prompt first, as a list of message dicts
+        (`role`, `content`, and as they apply `tool_calls`, `tool_call_id`,
+        `name`, `is_error`, `images`: `[{"mime_type", "data"}]` in base64)."""
         return json.loads(self._native.history_json())
 
     @history.setter

@@ -6,14 +6,18 @@
  * first difference.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "json_mini.h"
@@ -397,6 +401,207 @@ static bool register_tool(zoo_agent *agent, jv tool) {
     return ok;
 }
 
+/* ---- workspaces, built-in tools, sub-agents ---- */
+
+/* Creates every folder on the way to `file`. */
+static void make_parents(const char *file) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", file);
+    for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        mkdir(path, 0700);
+        *slash = '/';
+    }
+}
+
+static bool write_workspace_file(void *ctx, const char *name, jv content) {
+    const char *root = ctx;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    make_parents(path);
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    char *text = jv_str(content);
+    if (text) {
+        fputs(text, f);
+    } else {
+        jv bytes = jv_get(content, "bytes");
+        for (long i = 0; i < jv_len(bytes); i++) fputc((int)jv_num(jv_at(bytes, (size_t)i)), f);
+    }
+    free(text);
+    fclose(f);
+    return true;
+}
+
+static bool make_workspace_link(void *ctx, const char *name, jv target) {
+    const char *root = ctx;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    char *to = jv_str(target);
+    bool ok = to && symlink(to, path) == 0;
+    free(to);
+    return ok;
+}
+
+/* A fresh folder with the scenario's `files` (text, or {"bytes": [...]})
+ * and `symlinks`; its real path goes to `root`. */
+static bool make_workspace(jv spec, char *root, size_t size) {
+    char made[] = "/tmp/zoo-c-scenario-XXXXXX";
+    if (!mkdtemp(made) || !realpath(made, root) || strlen(root) >= size) return false;
+    jv files = jv_get(spec, "files"), links = jv_get(spec, "symlinks");
+    return (!jv_ok(files) || jv_each(files, write_workspace_file, root)) &&
+           (!jv_ok(links) || jv_each(links, make_workspace_link, root));
+}
+
+static void remove_workspace(const char *root) {
+    char command[PATH_MAX + 16];
+    snprintf(command, sizeof command, "rm -rf '%s'", root);
+    if (system(command) != 0) th_note("could not remove %s", root);
+}
+
+/* `text` with every `$WORKSPACE` replaced by `root` (malloc'd). */
+static char *with_workspace(const char *text, const char *root) {
+    const char *mark = "$WORKSPACE";
+    size_t count = 0;
+    for (const char *p = strstr(text, mark); p; p = strstr(p + 1, mark)) count++;
+    size_t size = strlen(text) + count * strlen(root) + 1;
+    char *out = malloc(size), *o = out;
+    for (const char *p = text;;) {
+        const char *hit = strstr(p, mark);
+        size_t n = hit ? (size_t)(hit - p) : strlen(p);
+        memcpy(o, p, n);
+        o += n;
+        if (!hit) break;
+        o += sprintf(o, "%s", root);
+        p = hit + strlen(mark);
+    }
+    *o = '\0';
+    return out;
+}
+
+/* `confirm` of `builtin_tools`: per tool "allow", "refuse" or {"fail":
+ * message}; user_data is the script's JSON text. */
+static bool scripted_confirm(void *user_data, const char *tool, const char *args, size_t len,
+                             zoo_confirmation *confirmation) {
+    (void)args;
+    (void)len;
+    jv answer = jv_get(jv_of(user_data), tool);
+    if (!jv_ok(answer)) return true;
+    char *word = jv_str(answer);
+    if (word) {
+        bool allow = strcmp(word, "allow") == 0;
+        free(word);
+        return allow;
+    }
+    char *message = jv_str(jv_get(answer, "fail"));
+    zoo_confirmation_set_error(confirmation, message ? message : "", NULL);
+    free(message);
+    return false;
+}
+
+static void free_text(void *user_data) { free(user_data); }
+
+/* Registers the scenario's built-in tools on its workspace through
+ * zoo_agent_add_builtin_tools. */
+static bool add_builtin_tools(zoo_agent *agent, jv builtin, const char *root) {
+    jv tools = jv_get(builtin, "tools"), deny = jv_get(builtin, "bash_deny");
+    jv confirm = jv_get(builtin, "confirm");
+    char *tools_text = jv_text(tools);
+    char *deny_text = jv_ok(deny) ? jv_text(deny) : strdup("[]");
+    size_t size = strlen(tools_text) + strlen(deny_text) + strlen(root) + 64;
+    char *options = malloc(size);
+    snprintf(options, size, "{\"tools\": %s, \"workspace\": \"%s\", \"bash_deny\": %s}", tools_text,
+             root, deny_text);
+    char *err = NULL;
+    zoo_status status = jv_ok(confirm)
+        ? zoo_agent_add_builtin_tools(agent, options, scripted_confirm, jv_text(confirm), free_text, &err)
+        : zoo_agent_add_builtin_tools(agent, options, NULL, NULL, NULL, &err);
+    bool ok = check_outcome((jv){NULL, NULL}, status, err, "builtin_tools");
+    zoo_string_free(err);
+    free(options);
+    free(tools_text);
+    free(deny_text);
+    return ok;
+}
+
+static bool add_subagent(zoo_agent *agent, jv spec, const char *at) {
+    char *text = jv_text(spec), *err = NULL;
+    zoo_status status = zoo_agent_add_subagent(agent, text, &err);
+    bool ok = check_outcome((jv){NULL, NULL}, status, err, at);
+    zoo_string_free(err);
+    free(text);
+    return ok;
+}
+
+/* `text`, or JSON null when it is NULL, as a JSON string (malloc'd). */
+static char *json_string_or_null(const char *text) {
+    if (!text) return strdup("null");
+    size_t n = strlen(text), o = 0;
+    char *out = malloc(n * 6 + 3);
+    out[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)c;
+        } else if (c < 0x20) {
+            o += (size_t)sprintf(out + o, "\\u%04x", c);
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+    return out;
+}
+
+typedef struct {
+    const char *root, *at;
+} files_ctx;
+
+/* One file of `expect_files`: its text, or null when it must not exist. */
+static bool expect_file(void *ctx, const char *name, jv want) {
+    files_ctx *f = ctx;
+    char path[PATH_MAX], at[512];
+    snprintf(path, sizeof path, "%s/%s", f->root, name);
+    snprintf(at, sizeof at, "%s.files.%s", f->at, name);
+    char *text = NULL;
+    FILE *file = fopen(path, "rb");
+    if (file) {
+        fseek(file, 0, SEEK_END);
+        long size = ftell(file);
+        fseek(file, 0, SEEK_SET);
+        text = calloc(1, (size_t)size + 1);
+        if (fread(text, 1, (size_t)size, file) != (size_t)size) th_note("%s: short read", at);
+        fclose(file);
+    }
+    char *got = json_string_or_null(text);
+    bool ok = matches_text(want, got, at);
+    free(got);
+    free(text);
+    return ok;
+}
+
+/* The names of the tools the model is shown, as a JSON array (malloc'd). */
+static char *tool_names(zoo_agent *agent) {
+    char *tools = NULL, *err = NULL;
+    if (zoo_agent_tools_json(agent, &tools, &err) != ZOO_OK) {
+        zoo_string_free(err);
+        return strdup("null");
+    }
+    jv list = jv_of(tools);
+    size_t size = strlen(tools) + 3, n = 0;
+    char *out = malloc(size);
+    out[n++] = '[';
+    for (long i = 0; i < jv_len(list); i++) {
+        jv name = jv_get(jv_at(list, (size_t)i), "name");
+        n += (size_t)snprintf(out + n, size - n, "%s%.*s", i ? "," : "", (int)(name.end - name.p), name.p);
+    }
+    snprintf(out + n, size - n, "]");
+    zoo_string_free(tools);
+    return out;
+}
+
 /* ---- steps ---- */
 
 /* The events of one chat, collected as a JSON array. */
@@ -690,7 +895,7 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
     return ok;
 }
 
-static bool run_step(zoo_agent *agent, jv step, const char *at) {
+static bool run_step(zoo_agent *agent, jv step, const char *at, const char *root) {
     char *err = NULL;
     bool ok;
     if (jv_ok(jv_get(step, "chat")) || jv_ok(jv_get(step, "continue_chat")) || jv_ok(jv_get(step, "regenerate")))
@@ -728,6 +933,32 @@ static bool run_step(zoo_agent *agent, jv step, const char *at) {
     } else if (jv_ok(jv_get(step, "clear_history"))) {
         zoo_status status = zoo_agent_clear_history(agent, &err);
         ok = check_outcome((jv){NULL, NULL}, status, err, at);
+    } else if (jv_ok(jv_get(step, "activate_skill"))) {
+        char *name = jv_str(jv_get(step, "activate_skill")), *body = NULL;
+        jv expect = jv_get(step, "expect");
+        zoo_status status = zoo_agent_activate_skill(agent, name, &body, &err);
+        ok = check_outcome(jv_get(expect, "error"), status, err, at);
+        jv want = jv_get(expect, "result");
+        if (ok && status == ZOO_OK && jv_ok(want)) {
+            char path[512];
+            snprintf(path, sizeof path, "%s.result", at);
+            char *got = json_string_or_null(body);
+            ok = matches_text(want, got, path);
+            free(got);
+        }
+        zoo_string_free(body);
+        free(name);
+    } else if (jv_ok(jv_get(step, "deactivate_skill"))) {
+        ok = check_outcome((jv){NULL, NULL}, zoo_agent_deactivate_skill(agent, &err), err, at);
+    } else if (jv_ok(jv_get(step, "expect_tools"))) {
+        char *names = tool_names(agent), path[512];
+        snprintf(path, sizeof path, "%s.tools", at);
+        ok = matches_text(jv_get(step, "expect_tools"), names, path);
+        free(names);
+    } else if (jv_ok(jv_get(step, "expect_files"))) {
+        files_ctx ctx = {root, at};
+        ok = root != NULL && jv_each(jv_get(step, "expect_files"), expect_file, &ctx);
+        if (!root) th_note("%s: expect_files needs a workspace", at);
     } else if (jv_ok(jv_get(step, "expect_history"))) {
         char *history = NULL;
         zoo_status status = zoo_agent_history_json(agent, &history, &err);
@@ -772,7 +1003,7 @@ static char *scenario_config(jv scenario) {
     return out;
 }
 
-static bool run_scenario(jv scenario) {
+static bool run_scenario(jv scenario, const char *root) {
     pthread_mutex_lock(&seen.lock);
     seen.count = 0;
     pthread_mutex_unlock(&seen.lock);
@@ -796,11 +1027,19 @@ static bool run_scenario(jv scenario) {
         zoo_hooks hooks = scripted_hooks(rules, &hook_errors);
         ok = check_outcome((jv){NULL, NULL}, zoo_agent_set_hooks(agent, &hooks, NULL), NULL, "hooks");
     }
+    jv builtin = jv_get(scenario, "builtin_tools");
+    if (ok && jv_ok(builtin)) ok = root != NULL && add_builtin_tools(agent, builtin, root);
+    jv subagents = jv_get(scenario, "subagents");
+    for (long i = 0; ok && i < jv_len(subagents); i++) {
+        char at[32];
+        snprintf(at, sizeof at, "subagents.%ld", i);
+        ok = add_subagent(agent, jv_at(subagents, (size_t)i), at);
+    }
     jv steps = jv_get(scenario, "steps");
     for (long i = 0; ok && i < jv_len(steps); i++) {
         char at[32];
         snprintf(at, sizeof at, "steps.%ld", i);
-        ok = run_step(agent, jv_at(steps, (size_t)i), at);
+        ok = run_step(agent, jv_at(steps, (size_t)i), at, root);
     }
     zoo_agent_free(agent);
     free(hook_errors.json);
@@ -851,10 +1090,23 @@ void test_scenarios(void) {
         size_t stem = strlen(names[i]) - 5;
         bool ok = CHECKF(jv_ok(scenario) && name && strlen(name) == stem && strncmp(name, names[i], stem) == 0,
                          "%s: not JSON, or its name is not the file's", names[i]);
-        if (ok && !run_scenario(scenario)) {
-            th_note("scenario %s: FAILED", name);
+        jv spec = jv_get(scenario, "workspace");
+        char root[PATH_MAX];
+        bool has_workspace = ok && jv_ok(spec);
+        if (has_workspace && !make_workspace(spec, root, sizeof root)) {
+            th_note("scenario %s: could not make its workspace", name);
             ok = false;
         }
+        if (ok && has_workspace) {
+            /* A scenario with a workspace reads with `$WORKSPACE` as its path. */
+            char *resolved = with_workspace(text, root);
+            ok = run_scenario(jv_of(resolved), root);
+            free(resolved);
+        } else if (ok) {
+            ok = run_scenario(scenario, NULL);
+        }
+        if (has_workspace) remove_workspace(root);
+        if (!ok) th_note("scenario %s: FAILED", name);
         CHECKF(ok, "scenario %s", names[i]);
         failed += !ok;
         free(name);

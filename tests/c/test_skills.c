@@ -104,7 +104,7 @@ void test_subagent_answers_the_task(void) {
     CHECK_STATUS(zoo_agent_add_subagent(parent, spec, &err), ZOO_OK, err);
     char *out = NULL;
     CHECK_STATUS(zoo_agent_chat(parent, "Oslo?", NULL, NULL, &out, &err), ZOO_OK, err);
-    char *answer = jm_string(out, "tool_calls.0.result.answer");
+    char *answer = jm_string(out, "tool_calls.0.result.text");
     CHECK_STR(answer, "It is cold in Oslo.");
     free(answer);
     th_free_string(&out);

@@ -63,6 +63,12 @@
     /* test_tool_context.c */                \
     X(tool_context_reports_and_arguments, 10) \
     X(tool_context_timeout_sets_token, 20)   \
+    /* test_builtin.c */                     \
+    X(builtin_register_and_errors, 10)       \
+    X(builtin_confirmation, 10)              \
+    X(builtin_hostile_paths, 10)             \
+    X(builtin_bash_timeout_and_cap, 30)      \
+    X(builtin_stop_kills_bash, 60)           \
     /* test_hooks.c */                        \
     X(hooks_rejecting_filter, 10)            \
     X(hooks_deny_rewrite_replace, 10)        \

@@ -8,6 +8,7 @@
 #include "zoo.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -364,6 +365,45 @@ TEST(tools_as_std_function, 10) {
     CHECK_EQ(zoo::response_text(r), "Threw an int.");
     CHECK_EQ(at(r, "tool_errors.0.kind"), "tool_handler_failed");
     CHECK(seen.size() == 4);
+}
+
+TEST(builtin_tools_with_confirmation, 10) {
+    char dir[] = "/tmp/zoo-cpp-builtin-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string write_call =
+        R"(<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"hi\"}}</tool_call>)";
+    zoo::Agent agent =
+        zoo::Agent::mock(replies({write_call, "Refused.", write_call, "Threw.", write_call, "Ok."}));
+    int asked = 0;
+    agent.add_builtin_tools(std::string(R"({"tools": ["write_file", "read_file"], "workspace": ")") +
+                                dir + "\"}",
+                            [&](const std::string &tool, const std::string &args) -> bool {
+                                CHECK_EQ(tool, "write_file");
+                                CHECK_EQ(at(args, "path"), "a.txt");
+                                switch (asked++) {
+                                case 0: return false;
+                                case 1: throw std::runtime_error("no terminal");
+                                default: return true;
+                                }
+                            });
+    std::string r = agent.chat("write");
+    CHECK_EQ(at(r, "tool_calls.0.error"),
+             "tool `write_file` failed: the user refused this write_file call");
+    r = agent.chat("write");
+    CHECK_EQ(at(r, "tool_calls.0.error"),
+             "tool `write_file` failed: the write_file call was refused: the confirmation "
+             "callback failed: no terminal");
+    r = agent.chat("write");
+    CHECK_EQ(at(r, "tool_calls.0.result.text"), "wrote 2 bytes to a.txt");
+    CHECK(asked == 3);
+    try {
+        agent.add_builtin_tools(R"({"tools": ["rm_rf"], "workspace": "/tmp"})");
+        CHECK(false);
+    } catch (const zoo::Error &e) {
+        CHECK(e.code() == ZOO_INVALID_ARGUMENT);
+    }
+    std::remove((std::string(dir) + "/a.txt").c_str());
+    rmdir(dir);
 }
 
 TEST(tool_options_time_limit, 20) {

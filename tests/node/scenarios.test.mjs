@@ -4,7 +4,8 @@
 // camelCase, so the scenario's snake_case keys are converted first.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, readdirSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ROOT, zk } from './helpers.mjs'
@@ -242,7 +243,37 @@ function scenarioConfig(scenario) {
   return { ...config, provider: { type: 'mock', replies: mock.replies ?? [], pieceDelayMs: mock.piece_delay_ms ?? 0 } }
 }
 
-async function runScenario(scenario) {
+/** A fresh folder with the scenario's `files` (text, or `{bytes: [...]}`) and `symlinks`. */
+function makeWorkspace(spec) {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'zoo-node-scenario-')))
+  for (const [name, content] of Object.entries(spec.files ?? {})) {
+    const file = path.join(dir, name)
+    mkdirSync(path.dirname(file), { recursive: true })
+    writeFileSync(file, typeof content === 'string' ? content : Buffer.from(content.bytes))
+  }
+  for (const [name, target] of Object.entries(spec.symlinks ?? {})) symlinkSync(target, path.join(dir, name))
+  return dir
+}
+
+/** `confirm` of `builtin_tools`: per tool 'allow', 'refuse' or {fail: message} (thrown as it is). */
+function scriptedConfirm(script) {
+  return (tool) => {
+    const answer = script[tool] ?? 'allow'
+    if (typeof answer === 'object') throw answer.fail
+    return answer === 'allow'
+  }
+}
+
+function expectFiles(want, workspace, at) {
+  assert.ok(workspace, `${at}: expect_files needs a workspace`)
+  for (const [name, content] of Object.entries(want)) {
+    const file = path.join(workspace, name)
+    const got = existsSync(file) ? readFileSync(file, 'utf8') : null
+    matches(content, got, `${at}.files.${name}`)
+  }
+}
+
+async function runScenario(scenario, workspace) {
   let agent
   const hookErrors = []
   try {
@@ -275,6 +306,17 @@ async function runScenario(scenario) {
       if (error) checkError(tool.register_error, error, `tool ${tool.name}`)
       else assert.ok(!tool.register_error, `tool ${tool.name}: want the error ${JSON.stringify(tool.register_error)}, got none`)
     }
+    const builtin = scenario.builtin_tools
+    if (builtin) {
+      agent.addBuiltinTools(builtin.tools, {
+        workspace,
+        confirm: builtin.confirm ? scriptedConfirm(builtin.confirm) : undefined,
+        bashDeny: builtin.bash_deny,
+      })
+    }
+    for (const sub of scenario.subagents ?? []) {
+      agent.addSubagent({ name: sub.name, description: sub.description, tools: sub.tools, config: camelize(sub.config ?? {}) })
+    }
     for (const [i, step] of (scenario.steps ?? []).entries()) {
       const at = `steps.${i}`
       if ('chat' in step || 'continue_chat' in step || 'regenerate' in step) await runChat(agent, step, at, hookErrors)
@@ -297,6 +339,23 @@ async function runScenario(scenario) {
       else if ('follow_up' in step) agent.followUp(step.follow_up)
       else if ('clear_queues' in step) agent.clearQueues()
       else if ('expect_history' in step) matches(camelize(step.expect_history), agent.history(), `${at}.history`)
+      else if ('activate_skill' in step) {
+        const expect = step.expect ?? {}
+        let body
+        let error
+        try {
+          body = agent.activateSkill(step.activate_skill)
+        } catch (e) {
+          error = e
+        }
+        if (error) checkError(expect.error, error, at)
+        else {
+          assert.ok(!expect.error, `${at}: want an error, got none`)
+          if ('result' in expect) matches(expect.result, body, `${at}.result`)
+        }
+      } else if ('deactivate_skill' in step) agent.deactivateSkill()
+      else if ('expect_tools' in step) matches(step.expect_tools, agent.tools().map((t) => t.name), `${at}.tools`)
+      else if ('expect_files' in step) expectFiles(step.expect_files, workspace, at)
       else assert.fail(`${at}: unknown step ${JSON.stringify(step)}`)
     }
   } finally {
@@ -309,9 +368,17 @@ test('the suite is there', () => {
 })
 
 for (const file of FILES) {
-  const scenario = JSON.parse(readFileSync(path.join(DIR, file), 'utf8'))
+  const text = readFileSync(path.join(DIR, file), 'utf8')
+  const scenario = JSON.parse(text)
   test(scenario.name, async () => {
     assert.equal(scenario.name, path.basename(file, '.json'))
-    await runScenario(scenario)
+    if (!scenario.workspace) return runScenario(scenario)
+    const workspace = makeWorkspace(scenario.workspace)
+    try {
+      // A scenario with a workspace reads with `$WORKSPACE` as its path.
+      await runScenario(JSON.parse(text.replaceAll('$WORKSPACE', workspace)), workspace)
+    } finally {
+      rmSync(workspace, { recursive: true, force: true })
+    }
   })
 }

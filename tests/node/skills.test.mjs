@@ -32,7 +32,7 @@ test('a skill loads, restricts the tools and restores them', async (t) => {
   assert.deepEqual(agent.skills().map((s) => [s.name, s.allowedTools]), [['notes', ['echo']]])
   assert.match(agent.history()[0].content, /<name>notes<\/name>/)
   const response = await agent.chat('take a note')
-  assert.equal(response.toolCalls[0].result.instructions, 'Write short notes.')
+  assert.deepEqual(response.toolCalls[0].result, { text: 'Write short notes.', details: { skill: 'notes' } })
   assert.deepEqual(agent.tools().map((d) => d.name), ['load_skill', 'echo'])
   agent.deactivateSkill()
   assert.deepEqual(agent.tools().map((d) => d.name), ['load_skill', 'echo', 'other'])

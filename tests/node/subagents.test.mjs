@@ -27,7 +27,7 @@ test("the child's answer is the result", async () => {
   })
   const response = await parent.chat('Oslo?')
   assert.equal(response.text, 'Done.')
-  assert.equal(response.toolCalls[0].result.answer, 'It is cold in Oslo.')
+  assert.equal(response.toolCalls[0].result.text, 'It is cold in Oslo.')
   assert.equal(ran, 1)
   await parent.close()
 })
@@ -64,7 +64,7 @@ test("the child's steps are updates of the call and its usage joins the parent's
   assert.deepEqual(steps.map((s) => s.event), ['turn_finished', 'tool_call_started', 'tool_call_finished', 'turn_finished'])
   assert.deepEqual(steps[1], { subagent: 'researcher', event: 'tool_call_started', id: 'call_1', name: 'weather' })
   const own = events.filter((e) => e.type === 'turn_finished').reduce((n, e) => n + e.usage.totalTokens, 0)
-  const child = response.toolCalls[0].result.usage.total_tokens
+  const child = response.toolCalls[0].result.details.usage.total_tokens
   assert.ok(child > 0)
   assert.equal(response.usage.totalTokens, own + child)
   assert.equal(events.at(-1).usage.totalTokens, response.usage.totalTokens)

@@ -183,3 +183,36 @@ test('logs and per-chat hooks type-check, and their misuse does not', () => {
   assert.match(output, /bad_logs\.ts\(2,/)
   assert.match(output, /bad_logs\.ts\(3,/)
 })
+
+test('built-in tools, tool outputs and images type-check, and misuse does not', () => {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const good = path.join(dir, 'builtin.ts')
+  const bad = path.join(dir, 'bad_builtin.ts')
+  writeFileSync(good, [
+    "import { Agent, type ImageContent, type Message, type ToolOutput } from 'zoo-keeper'",
+    'export async function f(agent: Agent): Promise<void> {',
+    "  agent.addBuiltinTools(['read_file', 'bash'], { workspace: '/tmp', bashDeny: ['sudo'],",
+    "    confirm: async (tool, args) => tool !== 'bash' || args.command !== 'rm' })",
+    "  agent.addBuiltinTools(['list_files'], { workspace: '/tmp' })",
+    "  const r = await agent.chat('go')",
+    '  const out = r.toolCalls[0].result as ToolOutput',
+    '  console.log(out.text, out.details?.exit_code)',
+    "  const images: ImageContent[] = agent.history().flatMap((m: Message) => m.images ?? [])",
+    "  if (images[0]?.mimeType === 'image/png') console.log(images[0].data.length)",
+    '}',
+  ].join('\n'))
+  writeFileSync(bad, [
+    "import { Agent } from 'zoo-keeper'",
+    "export function g(agent: Agent): void { agent.addBuiltinTools(['rm_rf'], { workspace: '/tmp' }) }",
+    "export function h(agent: Agent): void { agent.addBuiltinTools(['bash'], { confirm: () => true }) }",
+    "export function i(agent: Agent): void { agent.addBuiltinTools(['bash'], { workspace: '/tmp', confirm: () => 'yes' }) }",
+  ].join('\n'))
+  const { run } = typecheck([good, bad])
+  const output = run.stdout + run.stderr
+  assert.notEqual(run.status, 0)
+  assert.doesNotMatch(output, /(^|[^_])builtin\.ts\(/m, output)
+  assert.match(output, /bad_builtin\.ts\(2,/)
+  assert.match(output, /bad_builtin\.ts\(3,/)
+  assert.match(output, /bad_builtin\.ts\(4,/)
+})

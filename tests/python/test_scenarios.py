@@ -4,6 +4,9 @@ on the mock, as it runs in the Rust, C and Node runners."""
 
 import dataclasses
 import json
+import os
+import pathlib
+import tempfile
 import threading
 import time
 from typing import Any, Dict, List, Optional, Set
@@ -239,7 +242,40 @@ def scenario_config(scenario: Dict[str, Any]) -> Dict[str, Any]:
     return config
 
 
-def run_scenario(scenario: Dict[str, Any]) -> None:
+def make_workspace(root: pathlib.Path, spec: Dict[str, Any]) -> None:
+    """The scenario's `files` (text, or `{"bytes": [...]}`) and `symlinks`."""
+    for name, content in spec.get("files", {}).items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_bytes(content.encode())
+        else:
+            path.write_bytes(bytes(content["bytes"]))
+    for name, target in spec.get("symlinks", {}).items():
+        os.symlink(target, root / name)
+
+
+def scripted_confirm(script: Dict[str, Any]) -> Any:
+    """`confirm` of `builtin_tools`: per tool "allow", "refuse" or {"fail": message}."""
+
+    def confirm(tool: str, arguments: Dict[str, Any]) -> bool:
+        answer = script.get(tool, "allow")
+        if isinstance(answer, dict):
+            raise Exception(answer["fail"])
+        return bool(answer == "allow")
+
+    return confirm
+
+
+def expect_files(want: Dict[str, Any], workspace: Optional[pathlib.Path], at: str) -> None:
+    assert workspace is not None, f"{at}: expect_files needs a workspace"
+    for name, content in want.items():
+        path = workspace / name
+        got = path.read_text() if path.exists() else None
+        matches(content, got, f"{at}.files.{name}")
+
+
+def run_scenario(scenario: Dict[str, Any], workspace: Optional[pathlib.Path] = None) -> None:
     try:
         agent = zk.Agent(**scenario_config(scenario))
     except zk.ZooError as error:
@@ -260,6 +296,13 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
                 check_error(want, error, f"tool {tool['name']}")
             else:
                 assert want is None, f"tool {tool['name']}: want the error {want}, got none"
+        builtin = scenario.get("builtin_tools")
+        if builtin is not None:
+            assert workspace is not None
+            confirm = scripted_confirm(builtin["confirm"]) if "confirm" in builtin else None
+            agent.add_builtin_tools(builtin["tools"], workspace=workspace, confirm=confirm, bash_deny=builtin.get("bash_deny", []))
+        for sub in scenario.get("subagents", []):
+            agent.add_subagent(sub["name"], sub["description"], tools=sub.get("tools", []), **sub.get("config", {}))
         for i, step in enumerate(scenario.get("steps", [])):
             at = f"steps.{i}"
             if "chat" in step or "continue_chat" in step or "regenerate" in step:
@@ -288,6 +331,22 @@ def run_scenario(scenario: Dict[str, Any]) -> None:
                 agent.clear_queues()
             elif "expect_history" in step:
                 matches(step["expect_history"], agent.history, f"{at}.history")
+            elif "activate_skill" in step:
+                expect = step.get("expect", {})
+                try:
+                    body = agent.activate_skill(step["activate_skill"])
+                except zk.ZooError as error:
+                    check_error(expect.get("error"), error, at)
+                else:
+                    assert "error" not in expect, f"{at}: want an error, got none"
+                    if "result" in expect:
+                        matches(expect["result"], body, f"{at}.result")
+            elif "deactivate_skill" in step:
+                agent.deactivate_skill()
+            elif "expect_tools" in step:
+                matches(step["expect_tools"], [t["name"] for t in agent.tools], f"{at}.tools")
+            elif "expect_files" in step:
+                expect_files(step["expect_files"], workspace, at)
             else:
                 pytest.fail(f"{at}: unknown step {step}")
 
@@ -298,8 +357,22 @@ def test_the_suite_is_there() -> None:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_scenario(path: Any) -> None:
-    scenario = json.loads(path.read_text())
+    text = path.read_text()
+    scenario = json.loads(text)
     assert scenario["name"] == path.stem
+    if "workspace" not in scenario:
+        run_prepared(scenario)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        workspace = pathlib.Path(folder).resolve()
+        make_workspace(workspace, scenario["workspace"])
+        # A scenario with a workspace reads with `$WORKSPACE` as its path.
+        run_prepared(json.loads(text.replace("$WORKSPACE", str(workspace))), workspace)
+
+
+def run_prepared(scenario: Dict[str, Any], workspace: Optional[pathlib.Path] = None) -> None:
     fails = [t["behavior"]["fail"] for t in scenario.get("tools", []) if "fail" in t["behavior"]] + hook_throws(scenario)
+    confirm = scenario.get("builtin_tools", {}).get("confirm", {})
+    fails += [answer["fail"] for answer in confirm.values() if isinstance(answer, dict)]
     scenario["steps"] = as_python(scenario.get("steps", []), fails)
-    run_scenario(scenario)
+    run_scenario(scenario, workspace)

@@ -24,7 +24,7 @@ def test_skills_load_restrict_and_restore(tmp_path: pathlib.Path) -> None:
         assert agent.skills[0]["allowed_tools"] == ["echo"]
         assert "<name>notes</name>" in agent.history[0]["content"]
         response = agent.chat("take a note")
-        assert response.tool_calls[0].result["instructions"] == "Write short notes."
+        assert response.tool_calls[0].result == {"text": "Write short notes.", "details": {"skill": "notes"}}
         assert [t["name"] for t in agent.tools] == ["load_skill", "echo"]
         agent.deactivate_skill()
         assert [t["name"] for t in agent.tools] == ["load_skill", "echo", "other"]

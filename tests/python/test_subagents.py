@@ -27,7 +27,7 @@ def test_the_childs_answer_is_the_result() -> None:
         )
         response = parent.chat("Oslo?")
         assert response.text == "Done."
-        assert response.tool_calls[0].result["answer"] == "It is cold in Oslo."
+        assert response.tool_calls[0].result["text"] == "It is cold in Oslo."
         assert ran == [1]
 
 
@@ -61,7 +61,7 @@ def test_the_childs_steps_are_updates_and_its_usage_joins_the_parents() -> None:
         assert all(s["subagent"] == "researcher" for s in steps)
         assert steps[1] == {"subagent": "researcher", "event": "tool_call_started", "id": "call_1", "name": "weather"}
         assert steps[2]["ok"] is True
-        child = response.tool_calls[0].result["usage"]
+        child = response.tool_calls[0].result["details"]["usage"]
         own = sum(e.data["usage"]["total_tokens"] for e in events if e.type == "turn_finished")
         assert child["total_tokens"] > 0
         assert response.usage.total_tokens == own + child["total_tokens"]

@@ -1,6 +1,7 @@
 """A user program that must type-check under mypy --strict (see test_stubs.py)."""
 
-from typing import List, Optional
+import pathlib
+from typing import Any, Dict, List, Optional
 
 import zoo_keeper as zk
 
@@ -43,6 +44,13 @@ def run(path: str) -> Optional[str]:
 
         denied: Optional[zk.Deny] = guard(zk.ToolCall(id="1", name="save", arguments={}))
         assert denied is not None and check("hi") is None
+
+        # Built-in tools with a confirmation (sync or async).
+        def confirm(tool: str, arguments: Dict[str, Any]) -> bool:
+            return tool != "bash" or "rm" not in str(arguments.get("command"))
+
+        agent.add_builtin_tools(["read_file", "bash"], workspace=".", confirm=confirm, bash_deny=["sudo"])
+        agent.add_builtin_tools(["list_files"], workspace=pathlib.Path("."))
 
         tokens: List[str] = []
         response: zk.Response = agent.chat("2 + 3?", on_token=tokens.append)

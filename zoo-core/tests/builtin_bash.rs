@@ -77,13 +77,13 @@ fn runs_in_the_workspace_with_exit_code_and_both_streams() {
         json!({"command": "pwd; echo oops >&2; exit 3"}),
     )
     .unwrap();
-    assert_eq!(out["exit_code"], 3);
+    assert_eq!(out["details"]["exit_code"], 3);
     assert_eq!(
-        out["stdout"].as_str().unwrap().trim(),
+        out["details"]["stdout"].as_str().unwrap().trim(),
         dir.0.canonicalize().unwrap().to_str().unwrap()
     );
-    assert_eq!(out["stderr"], "oops\n");
-    assert_eq!(out["timed_out"], false);
+    assert_eq!(out["details"]["stderr"], "oops\n");
+    assert_eq!(out["details"]["timed_out"], false);
     assert!(out["text"].as_str().unwrap().starts_with("exit code: 3\n"));
 }
 
@@ -95,8 +95,11 @@ fn output_is_capped_at_256_kb_with_a_note() {
         json!({"command": "head -c 300000 /dev/zero | tr '\\0' a"}),
     )
     .unwrap();
-    assert_eq!(out["stdout"].as_str().unwrap().len(), 256 * 1024);
-    assert_eq!(out["stdout_truncated_bytes"], 300_000 - 256 * 1024);
+    assert_eq!(out["details"]["stdout"].as_str().unwrap().len(), 256 * 1024);
+    assert_eq!(
+        out["details"]["stdout_truncated_bytes"],
+        300_000 - 256 * 1024
+    );
     assert!(out["text"].as_str().unwrap().contains("cut at 256 KB"));
 }
 
@@ -122,8 +125,8 @@ fn a_timeout_kills_the_whole_process_group() {
         json!({"command": command, "timeout_ms": 5000}),
     )
     .unwrap();
-    assert_eq!(out["timed_out"], true);
-    assert!(out["exit_code"].is_null());
+    assert_eq!(out["details"]["timed_out"], true);
+    assert!(out["details"]["exit_code"].is_null());
     assert!(start.elapsed() < Duration::from_secs(60));
     let pid = std::fs::read_to_string(dir.0.join("grandchild.pid")).unwrap();
     assert!(dies(pid.trim()), "grandchild {pid} outlived the timeout");
@@ -134,7 +137,7 @@ fn a_background_process_does_not_outlive_a_finished_command() {
     let dir = TempDir::new();
     let command = "sleep 300 & echo $! > bg.pid; echo done";
     let out = call(&bash(&dir, &[]), json!({"command": command})).unwrap();
-    assert_eq!(out["exit_code"], 0);
+    assert_eq!(out["details"]["exit_code"], 0);
     let pid = std::fs::read_to_string(dir.0.join("bg.pid")).unwrap();
     assert!(
         dies(pid.trim()),

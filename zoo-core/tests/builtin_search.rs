@@ -80,7 +80,7 @@ fn list_files_skips_ignored_folders_and_gitignored_files() {
     let rs = run(&dir.0, "list_files", json!({"pattern": "*.rs"})).unwrap();
     assert_eq!(rs["text"], "src/lib.rs\nsrc/main.rs");
     let shallow = run(&dir.0, "list_files", json!({"path": "src", "depth": 1})).unwrap();
-    assert_eq!(shallow["count"], 2);
+    assert_eq!(shallow["details"]["count"], 2);
 }
 
 #[test]
@@ -90,8 +90,8 @@ fn list_files_caps_at_200_with_a_note() {
         dir.write(&format!("f{n:03}.txt"), "x");
     }
     let out = run(&dir.0, "list_files", json!({})).unwrap();
-    assert_eq!(out["count"], 200);
-    assert_eq!(out["more"], 50);
+    assert_eq!(out["details"]["count"], 200);
+    assert_eq!(out["details"]["more"], 50);
     assert!(out["text"]
         .as_str()
         .unwrap()
@@ -114,7 +114,7 @@ fn search_finds_lines_with_ripgreps_rules() {
     .unwrap();
     // One line each in README.md, src/lib.rs and src/main.rs; the log is
     // ignored and the binary file skipped.
-    assert_eq!(any_case["matches"], 3, "{}", any_case["text"]);
+    assert_eq!(any_case["details"]["matches"], 3, "{}", any_case["text"]);
     let md = run(
         &dir.0,
         "search",
@@ -131,7 +131,7 @@ fn search_caps_matches_with_a_note() {
     let dir = TempDir::new();
     dir.write("big.txt", &"needle\n".repeat(150));
     let out = run(&dir.0, "search", json!({"pattern": "needle"})).unwrap();
-    assert_eq!(out["matches"], 150);
+    assert_eq!(out["details"]["matches"], 150);
     let text = out["text"].as_str().unwrap();
     assert_eq!(text.lines().count(), 101);
     assert!(text.ends_with("[50 more matches not shown; narrow the pattern, path or include]"));

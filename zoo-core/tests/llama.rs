@@ -1120,11 +1120,14 @@ fn a_subagent_shares_the_parents_model() {
         .wait()
         .unwrap();
     let result = response.tool_calls[0].result.clone().unwrap();
-    let answer = result["answer"].as_str().unwrap();
+    let answer = result["text"].as_str().unwrap();
     assert!(!answer.trim().is_empty(), "{result}");
-    let child = result["usage"]["total_tokens"].as_u64().unwrap();
+    let child = result["details"]["usage"]["total_tokens"].as_u64().unwrap();
     assert!(
-        result["usage"]["completion_tokens"].as_u64().unwrap() > 0,
+        result["details"]["usage"]["completion_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0,
         "{result}"
     );
     // The child's replies are updates of the parent's call, and their

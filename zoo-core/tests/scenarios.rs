@@ -10,9 +10,10 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use zoo_core::tools::builtin::{BuiltinOptions, ConfirmFn};
 use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Hooks, InputDecision, Message, Tool, ToolCall,
-    ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
+    Agent, CancelToken, ChatOptions, Config, Error, Hooks, InputDecision, Message, SubAgent, Tool,
+    ToolCall, ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
 };
 
 /// How long `wait_cancelled` and `cancel_seen` wait at most: only a broken
@@ -417,7 +418,10 @@ fn check_format(scenario: &Value) -> Result<(), String> {
             "description",
             "config",
             "mock",
+            "workspace",
             "tools",
+            "builtin_tools",
+            "subagents",
             "create_error",
             "steps",
             "hooks",
@@ -426,6 +430,27 @@ fn check_format(scenario: &Value) -> Result<(), String> {
     )?;
     if let Some(hooks) = scenario.get("hooks") {
         check_hooks(hooks, "hooks")?;
+    }
+    if let Some(workspace) = scenario.get("workspace") {
+        check_keys(workspace, &["files", "symlinks"], "workspace")?;
+    }
+    if let Some(builtin) = scenario.get("builtin_tools") {
+        check_keys(builtin, &["tools", "bash_deny", "confirm"], "builtin_tools")?;
+        if scenario.get("workspace").is_none() {
+            return Err("`builtin_tools` needs a `workspace`".into());
+        }
+    }
+    for (i, sub) in scenario["subagents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        check_keys(
+            sub,
+            &["name", "description", "tools", "config"],
+            &format!("subagents.{i}"),
+        )?;
     }
     if let Some(mock) = scenario.get("mock") {
         check_keys(mock, &["replies", "piece_delay_ms"], "mock")?;
@@ -502,6 +527,10 @@ fn check_format(scenario: &Value) -> Result<(), String> {
                 "steer",
                 "follow_up",
                 "clear_queues",
+                "activate_skill",
+                "deactivate_skill",
+                "expect_tools",
+                "expect_files",
             ],
             &at,
         )?;
@@ -525,7 +554,14 @@ fn check_format(scenario: &Value) -> Result<(), String> {
         if let Some(expect) = step.get("expect") {
             check_keys(
                 expect,
-                &["response", "events", "error", "removed", "hook_errors"],
+                &[
+                    "response",
+                    "events",
+                    "error",
+                    "removed",
+                    "hook_errors",
+                    "result",
+                ],
                 &format!("{at}.expect"),
             )?;
         }
@@ -583,7 +619,92 @@ fn scenario_config(scenario: &Value) -> Value {
     config
 }
 
-fn run_scenario(scenario: &Value) -> Result<(), String> {
+/// A scenario's workspace: a fresh folder holding its `files` (text, or
+/// `{"bytes": [...]}`) and `symlinks`, removed on drop.
+struct Workspace(PathBuf);
+
+impl Workspace {
+    fn create(name: &str, spec: &Value) -> Result<Self, String> {
+        let dir = std::env::temp_dir().join(format!("zoo-scenario-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("workspace: {e}"))?;
+        let workspace = Workspace(dir.canonicalize().map_err(|e| format!("workspace: {e}"))?);
+        for (path, content) in spec["files"].as_object().into_iter().flatten() {
+            let file = workspace.0.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).map_err(|e| format!("{path}: {e}"))?;
+            let bytes: Vec<u8> = match content {
+                Value::String(text) => text.clone().into_bytes(),
+                other => other["bytes"]
+                    .as_array()
+                    .ok_or(format!(
+                        "workspace.files.{path}: text or {{\"bytes\": [...]}}"
+                    ))?
+                    .iter()
+                    .map(|b| b.as_u64().unwrap_or(0) as u8)
+                    .collect(),
+            };
+            std::fs::write(&file, bytes).map_err(|e| format!("{path}: {e}"))?;
+        }
+        for (path, target) in spec["symlinks"].as_object().into_iter().flatten() {
+            let target = target.as_str().unwrap_or_default();
+            std::os::unix::fs::symlink(target, workspace.0.join(path))
+                .map_err(|e| format!("{path}: {e}"))?;
+        }
+        Ok(workspace)
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The `confirm` script of `builtin_tools`: per tool, `"allow"`,
+/// `"refuse"` or `{"fail": message}`; a tool it does not name is allowed.
+fn scripted_confirm(script: Value) -> ConfirmFn {
+    Arc::new(move |tool: &str, _: &Value| match &script[tool] {
+        Value::Null => Ok(true),
+        Value::String(answer) => Ok(answer == "allow"),
+        other => Err(other["fail"].as_str().unwrap_or_default().to_owned()),
+    })
+}
+
+/// Registers the scenario's built-in tools on its workspace, through
+/// `Agent::add_builtin_tools`.
+fn add_builtin_tools(agent: &Agent, builtin: &Value, workspace: &Path) -> Result<(), String> {
+    let texts = |key: &str| -> Vec<String> {
+        builtin[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    let names = texts("tools");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let options = BuiltinOptions {
+        workspace: workspace.to_owned(),
+        confirm: builtin.get("confirm").cloned().map(scripted_confirm),
+        bash_deny: texts("bash_deny"),
+    };
+    agent
+        .add_builtin_tools(&names, options)
+        .map_err(|e| format!("builtin_tools: {e}"))
+}
+
+/// An `expect_files` step: each file's text, or `null` for one that must
+/// not exist.
+fn expect_files(want: &Value, workspace: Option<&Path>, at: &str) -> Result<(), String> {
+    let workspace = workspace.ok_or(format!("{at}: expect_files needs a workspace"))?;
+    for (path, content) in want.as_object().into_iter().flatten() {
+        let got = std::fs::read_to_string(workspace.join(path)).ok();
+        matches(content, &json!(got), &format!("{at}.files.{path}"))?;
+    }
+    Ok(())
+}
+
+fn run_scenario(scenario: &Value, workspace: Option<&Path>) -> Result<(), String> {
     check_format(scenario)?;
     let current = Current::default();
     let config = Config::from_json(&scenario_config(scenario).to_string());
@@ -635,6 +756,19 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
             (Err(error), want) => check_error(want, &error, &at)?,
         }
     }
+    if let (Some(builtin), Some(workspace)) = (scenario.get("builtin_tools"), workspace) {
+        add_builtin_tools(&agent, builtin, workspace)?;
+    }
+    for (i, sub) in scenario["subagents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        SubAgent::from_json(&sub.to_string())
+            .and_then(|sub| agent.add_subagent(sub))
+            .map_err(|e| format!("subagents.{i}: {e}"))?;
+    }
     for (i, step) in scenario
         .get("steps")
         .and_then(Value::as_array)
@@ -679,6 +813,26 @@ fn run_scenario(scenario: &Value) -> Result<(), String> {
         } else if let Some(want) = step.get("expect_history") {
             let got = serde_json::to_value(agent.history()).unwrap();
             matches(want, &got, &format!("{at}.history"))?;
+        } else if let Some(name) = step.get("activate_skill").and_then(Value::as_str) {
+            let expect = step.get("expect").cloned().unwrap_or(json!({}));
+            match agent.activate_skill(name) {
+                Ok(_) if expect.get("error").is_some() => {
+                    return Err(format!("{at}: want an error, got none"))
+                }
+                Ok(body) => {
+                    if let Some(want) = expect.get("result") {
+                        matches(want, &json!(body), &format!("{at}.result"))?;
+                    }
+                }
+                Err(error) => check_error(expect.get("error"), &error, &at)?,
+            }
+        } else if step.get("deactivate_skill").is_some() {
+            agent.deactivate_skill();
+        } else if let Some(want) = step.get("expect_tools") {
+            let names: Vec<String> = agent.tools().into_iter().map(|t| t.name).collect();
+            matches(want, &json!(names), &format!("{at}.tools"))?;
+        } else if let Some(want) = step.get("expect_files") {
+            expect_files(want, workspace, &at)?;
         } else {
             return Err(format!("{at}: unknown step {step}"));
         }
@@ -693,8 +847,11 @@ fn every_scenario_passes() {
     let mut failures = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
-        let scenario: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+        let parse = |text: &str| -> Value {
+            serde_json::from_str(text)
+                .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()))
+        };
+        let scenario = parse(&text);
         let name = scenario["name"].as_str().unwrap_or("?").to_string();
         let stem = file.file_stem().unwrap().to_string_lossy();
         assert_eq!(
@@ -703,7 +860,19 @@ fn every_scenario_passes() {
             "{}: the name is the file's name",
             file.display()
         );
-        match run_scenario(&scenario) {
+        // A scenario with a workspace reads with `$WORKSPACE` as its path.
+        let workspace = scenario
+            .get("workspace")
+            .map(|spec| Workspace::create(&name, spec));
+        let outcome = match &workspace {
+            None => run_scenario(&scenario, None),
+            Some(Err(e)) => Err(e.clone()),
+            Some(Ok(ws)) => {
+                let text = text.replace("$WORKSPACE", ws.0.to_str().unwrap());
+                run_scenario(&parse(&text), Some(&ws.0))
+            }
+        };
+        match outcome {
             Ok(()) => println!("scenario {name}: ok"),
             Err(diff) => {
                 println!("scenario {name}: FAILED: {diff}");

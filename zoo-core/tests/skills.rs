@@ -157,7 +157,8 @@ fn the_model_loads_a_skill_and_sees_only_its_tools_until_deactivated() {
         .unwrap();
     assert_eq!(response.text, "Loaded.");
     let result = response.tool_calls[0].result.clone().unwrap();
-    assert_eq!(result["instructions"], "# Notes\nWrite short notes.");
+    assert_eq!(result["text"], "# Notes\nWrite short notes.");
+    assert_eq!(result["details"]["skill"], "notes");
     assert_eq!(names(&agent), ["load_skill", "echo"]);
     agent.deactivate_skill();
     assert_eq!(names(&agent), ["load_skill", "echo", "read_file"]);

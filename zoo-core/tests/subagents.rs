@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use zoo_core::{
-    Agent, ChatOptions, Config, ErrorCode, EventKind, MockBackend, MockProvider, MockReply,
+    Agent, ChatOptions, Config, ErrorCode, EventKind, MockBackend, MockProvider, MockReply, Role,
     StopReason, SubAgent, SubAgentStep, SubAgentUpdate, Tool, Usage,
 };
 
@@ -58,9 +58,18 @@ fn the_childs_answer_is_the_result_and_it_may_use_the_tools_it_was_given() {
     let response = parent.chat("Oslo?", ChatOptions::new()).wait().unwrap();
     assert_eq!(response.text, "Done.");
     let result = response.tool_calls[0].result.clone().unwrap();
-    assert_eq!(result["answer"], "It is cold in Oslo.");
-    assert_eq!(result["stop_reason"], "stop");
-    assert!(result["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(result["text"], "It is cold in Oslo.");
+    assert_eq!(result["details"]["stop_reason"], "stop");
+    // The parent's model reads the answer alone.
+    let history = parent.history();
+    let tool_message = history.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(tool_message.content, "It is cold in Oslo.");
+    assert!(
+        result["details"]["usage"]["completion_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert_eq!(
         runs.load(Ordering::SeqCst),
         1,
@@ -84,12 +93,12 @@ fn an_empty_answer_has_a_fallback_and_each_call_is_a_fresh_task() {
         .add_subagent(spec(child(vec![MockReply::text("")], 0), Vec::new()))
         .unwrap();
     let first = parent.chat("a", ChatOptions::new()).wait().unwrap();
-    let answer = first.tool_calls[0].result.clone().unwrap()["answer"].clone();
+    let answer = first.tool_calls[0].result.clone().unwrap()["text"].clone();
     assert_eq!(answer, "(the sub-agent finished without an answer)");
     let second = parent.chat("b", ChatOptions::new()).wait().unwrap();
     // After its script the mock echoes: the child saw only the new task.
     assert_eq!(
-        second.tool_calls[0].result.clone().unwrap()["answer"],
+        second.tool_calls[0].result.clone().unwrap()["text"],
         "echo: two"
     );
 }
@@ -228,9 +237,10 @@ fn the_childs_steps_are_updates_of_the_parents_call_and_its_usage_joins_the_pare
             _ => None,
         })
         .sum();
-    let child_usage: Usage =
-        serde_json::from_value(response.tool_calls[0].result.clone().unwrap()["usage"].clone())
-            .unwrap();
+    let child_usage: Usage = serde_json::from_value(
+        response.tool_calls[0].result.clone().unwrap()["details"]["usage"].clone(),
+    )
+    .unwrap();
     assert!(child_usage.total_tokens > 0);
     assert_eq!(response.usage.total_tokens, own + child_usage.total_tokens);
     assert_eq!(

@@ -20,6 +20,7 @@
 
 mod agent;
 mod boundary;
+mod builtin;
 mod chat;
 mod hooks;
 mod logs;
@@ -32,6 +33,7 @@ mod strings;
 mod tool;
 
 pub use agent::*;
+pub use builtin::*;
 pub use chat::*;
 pub use hooks::*;
 pub use logs::*;

@@ -23,6 +23,8 @@ use zoo_core::{
     ToolChoice, ToolOptions,
 };
 
+use zoo_core::tools::builtin::BuiltinToolsConfig;
+
 use crate::errors::{integer, message, to_napi, IntoNapi};
 use crate::hooks::NodeHooks;
 use crate::model::NativeModel;
@@ -160,6 +162,27 @@ impl NativeAgent {
         let tool = tool.with_options(options);
         agent.register_tool(tool);
         Ok(())
+    }
+
+    /// Adds built-in tools: `options_json` is `{"tools", "workspace",
+    /// "bash_deny"}` (the config's `builtin_tools`); `confirm` (the
+    /// package's wrapper of the host's callback, or null) is called with
+    /// `{"tool", "arguments"}` before `write_file`, `edit_file` and `bash`
+    /// run, and resolves to the envelope of a boolean.
+    #[napi]
+    pub fn add_builtin_tools(
+        &self,
+        options_json: String,
+        confirm: Option<Function<'_, String, Promise<String>>>,
+    ) -> napi::Result<()> {
+        let config = BuiltinToolsConfig::from_json(&options_json).napi_err()?;
+        let confirm = confirm
+            .map(|confirm| tools::tool_function(confirm).map(tools::confirm_fn))
+            .transpose()?;
+        let names: Vec<&str> = config.tools.iter().map(String::as_str).collect();
+        self.agent()?
+            .add_builtin_tools(&names, config.options(confirm))
+            .napi_err()
     }
 
     /// Removes a tool; returns whether it existed.

@@ -24,7 +24,8 @@ use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
-use serde_json::Value;
+use serde_json::{json, Value};
+use zoo_core::tools::builtin::ConfirmFn;
 use zoo_core::{Error, ToolContext};
 
 use crate::errors::to_napi;
@@ -100,6 +101,18 @@ pub fn call_tool(
         },
     );
     settle(status, &receiver)
+}
+
+/// The host's confirmation as the built-in tools take it: the wrapper is
+/// called with `{"tool", "arguments"}` on the JS thread and its envelope
+/// holds a boolean; a callback that threw refuses, with its message.
+pub fn confirm_fn(function: ToolFunction) -> ConfirmFn {
+    Arc::new(move |tool: &str, arguments: &Value| {
+        let answer = call(&function, &json!({"tool": tool, "arguments": arguments}))?;
+        answer
+            .as_bool()
+            .ok_or_else(|| format!("the confirm callback's answer must be a boolean, got {answer}"))
+    })
 }
 
 /// Waits for the Promise a wrapper returned, then reads its envelope.

@@ -11,6 +11,8 @@ use zoo_core::{
     ToolContext, ToolOptions,
 };
 
+use zoo_core::tools::builtin::{confirm_not_callable, BuiltinToolsConfig, ConfirmFn};
+
 use crate::errors::{to_py, IntoPy};
 use crate::hooks::PyHooks;
 use crate::model::NativeModel;
@@ -194,6 +196,21 @@ fn call_python_tool(
     })
 }
 
+/// A Python callable as the built-in tools' confirmation: called with the
+/// tool's name and the arguments' JSON; its truth allows the call, an
+/// exception refuses it (worded as Python prints it).
+fn python_confirm(function: Py<PyAny>) -> ConfirmFn {
+    Arc::new(move |tool: &str, arguments: &Value| {
+        thread_state::attach(|py| {
+            let answer = function
+                .call1(py, (tool, arguments.to_string()))
+                .and_then(|answer| answer.bind(py).is_truthy())
+                .map_err(|error| describe(py, &error))?;
+            Ok(answer)
+        })
+    })
+}
+
 /// `TypeName: message`, as Python prints an exception's last line.
 pub(crate) fn describe(py: Python<'_>, error: &PyErr) -> String {
     let name = error
@@ -286,6 +303,32 @@ impl NativeAgent {
         let tool = tool.with_options(options);
         self.agent()?.register_tool(tool);
         Ok(())
+    }
+
+    /// Adds built-in tools: `options_json` is `{"tools", "workspace",
+    /// "bash_deny"}` (the config's `builtin_tools`); `confirm(tool,
+    /// arguments_json) -> bool` (None: ask nothing) is asked before
+    /// `write_file`, `edit_file` and `bash` run, on the tool thread with the
+    /// GIL; an exception refuses the call and the model reads it.
+    #[pyo3(signature = (options_json, confirm=None))]
+    fn add_builtin_tools(
+        &self,
+        options_json: &str,
+        confirm: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let config = BuiltinToolsConfig::from_json(options_json).py_err()?;
+        let confirm = match confirm {
+            None => None,
+            Some(function) if function.is_callable() => Some(python_confirm(function.unbind())),
+            Some(other) => {
+                let got = other.get_type().name()?.to_string();
+                return Err(to_py(confirm_not_callable(&got)));
+            }
+        };
+        let names: Vec<&str> = config.tools.iter().map(String::as_str).collect();
+        self.agent()?
+            .add_builtin_tools(&names, config.options(confirm))
+            .py_err()
     }
 
     /// Removes a tool; returns whether it existed.

@@ -3,7 +3,8 @@
 //! loaded model (its own context) or on any provider (the oracle pattern:
 //! a small local agent asks a bigger remote one). Each call is a fresh task;
 //! the parent's stop (and the tool's time limit) reaches the child; the
-//! child's final text is the result.
+//! child's final text is the result (a [`ToolOutput`]: its details hold the
+//! child's stop reason and usage).
 //!
 //! While the child works, its progress reaches the parent's chat as
 //! `tool_call_update` events of the parent's call, one per step of the
@@ -35,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::event::{AgentEvent, EventKind};
 use crate::response::Usage;
 use crate::tools::context::ToolContext;
+use crate::tools::output::ToolOutput;
 use crate::tools::registry::Tool;
 
 /// How often a waiting sub-agent call looks at the parent's stop.
@@ -191,7 +193,7 @@ pub(crate) fn subagent_tool(sub: &SubAgent, tools: Vec<Tool>, build: Build) -> R
         "required": ["task"],
     });
     let name = sub.name.clone();
-    Tool::with_context(
+    Tool::with_output(
         sub.name.clone(),
         sub.description.clone(),
         schema,
@@ -214,7 +216,7 @@ pub(crate) fn subagent_tool(sub: &SubAgent, tools: Vec<Tool>, build: Build) -> R
 /// One task on a fresh history, its steps reported to the parent's call;
 /// the call's cancel token (the parent's stop, the tool's time limit)
 /// cancels it.
-fn run_task(agent: &Agent, name: &str, task: String, ctx: &ToolContext) -> Result<Value> {
+fn run_task(agent: &Agent, name: &str, task: String, ctx: &ToolContext) -> Result<ToolOutput> {
     agent.clear_history()?;
     let (reporter, subagent) = (ctx.clone(), name.to_owned());
     let options = ChatOptions::new().on_event(move |event| report(&reporter, &subagent, event));
@@ -232,11 +234,10 @@ fn run_task(agent: &Agent, name: &str, task: String, ctx: &ToolContext) -> Resul
     } else {
         response.text.clone()
     };
-    Ok(json!({
-        "answer": text,
+    Ok(ToolOutput::text(text).with_details(json!({
         "stop_reason": response.stop_reason,
         "usage": response.usage,
-    }))
+    })))
 }
 
 /// Reports one of the child's events to the parent's call, and adds the
@@ -259,8 +260,9 @@ fn report(ctx: &ToolContext, subagent: &str, event: &AgentEvent) {
 
 impl Agent {
     /// Offers a child agent to the model as the tool `sub.name`, which
-    /// takes a `task` and returns the child's answer (`answer`, its
-    /// `stop_reason` and `usage`). The child is started on its first call;
+    /// takes a `task` and returns the child's answer: the model reads its
+    /// text, the host's record has it as `text` with `details` holding the
+    /// child's `stop_reason` and `usage`. The child is started on its first call;
     /// without a `provider` it shares this agent's loaded model. Its steps
     /// are `tool_call_update` events of the call ([`SubAgentUpdate`]) and
     /// its tokens join this chat's usage.

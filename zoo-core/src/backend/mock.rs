@@ -290,7 +290,9 @@ impl MockBackend {
             .iter()
             .map(|c| 2 + c.arguments.to_string().split_whitespace().count())
             .sum();
-        (message.content.split_whitespace().count() + calls) as u32 + 4
+        // Images count as the placeholder a text-only model reads.
+        let text = message.text_with_placeholders();
+        (text.split_whitespace().count() + calls) as u32 + 4
     }
 }
 

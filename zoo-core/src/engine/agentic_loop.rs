@@ -55,6 +55,7 @@ use crate::logs::targets;
 use crate::message::{Message, Role, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
 use crate::tools::context::{Drained, Report, ToolContext};
+use crate::tools::output::Delivered;
 use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::ToolDefinition;
@@ -874,6 +875,7 @@ impl Turn<'_, '_> {
                 return Launched {
                     started: Instant::now(),
                     run: Launch::Settled(Err(denied)),
+                    structured: false,
                 };
             }
         };
@@ -883,7 +885,9 @@ impl Turn<'_, '_> {
             arguments: arguments.clone(),
         });
         let started = Instant::now();
-        let run = match self.tools.get(&parsed.name) {
+        let tool = self.tools.get(&parsed.name);
+        let structured = tool.as_ref().is_some_and(|t| t.is_structured());
+        let run = match tool {
             None => Launch::Settled(Err(Error::ToolNotFound(parsed.name.clone()))),
             Some(tool) => match tool.validate(&arguments) {
                 Err(error) => Launch::Settled(Err(error)),
@@ -893,7 +897,11 @@ impl Turn<'_, '_> {
                 ),
             },
         };
-        Launched { started, run }
+        Launched {
+            started,
+            run,
+            structured,
+        }
     }
 
     /// Asks the `before_tool_call` hook about a call; a failing hook denies it.
@@ -909,15 +917,23 @@ impl Turn<'_, '_> {
         })
     }
 
-    /// The result the model reads: the `after_tool_call` hook may replace
-    /// it; a failing hook changes nothing.
-    fn after_tool_call(&self, call: &ToolCall, outcome: Result<Value>) -> Result<Value> {
+    /// The result the model reads: the `after_tool_call` hook, which sees
+    /// what the host sees, may replace it; a failing hook changes nothing.
+    fn after_tool_call(
+        &self,
+        call: &ToolCall,
+        outcome: Result<Delivered>,
+        structured: bool,
+    ) -> Result<Delivered> {
         let Some(hooks) = &self.callbacks.hooks else {
             return outcome;
         };
-        let seen = outcome.clone().map_err(|e| e.to_string());
+        let seen = match &outcome {
+            Ok(delivered) => Ok(delivered.record.clone()),
+            Err(e) => Err(e.to_string()),
+        };
         match hooks.after_tool_call(call, &seen) {
-            Ok(Some(replacement)) => Ok(replacement),
+            Ok(Some(replacement)) => Ok(Delivered::of(replacement, structured)),
             Ok(None) => outcome,
             Err(message) => {
                 hooks::report_failure(hooks.as_ref(), "after_tool_call", &message);
@@ -956,17 +972,19 @@ impl Turn<'_, '_> {
                 return Ok(CallOutcome::Abandoned);
             }
         };
-        let outcome = self.after_tool_call(call, outcome);
+        let outcome = outcome.map(|value| Delivered::of(value, launched.structured));
+        let outcome = self.after_tool_call(call, outcome, launched.structured);
         let duration_ms = ms(launched.started.elapsed());
         let (result, error) = match &outcome {
-            Ok(value) => (Some(value.clone()), None),
+            Ok(delivered) => (Some(delivered.record.clone()), None),
             Err(e) => (None, Some(e.to_string())),
         };
         self.record_call(call, result, error, duration_ms);
         match outcome {
-            Ok(value) => {
+            Ok(delivered) => {
                 self.failures_by_tool.remove(&call.name);
-                let message = Message::tool(&call.id, &call.name, result_text(&value));
+                let mut message = Message::tool(&call.id, &call.name, delivered.text);
+                message.images = delivered.images;
                 self.inject(message)?;
                 Ok(CallOutcome::Succeeded)
             }
@@ -1170,6 +1188,8 @@ fn report_call(
 struct Launched {
     started: Instant,
     run: Launch,
+    /// The tool returns a `ToolOutput` (see `Tool::with_output`).
+    structured: bool,
 }
 
 enum Launch {
@@ -1268,15 +1288,6 @@ fn native_reply(text: &str, calls: Vec<NativeToolCall>) -> ParsedReply {
         });
     }
     reply
-}
-
-/// The text a tool result is given to the model as: strings as they are,
-/// anything else as compact JSON.
-fn result_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// Tokens kept free for the reply when fitting the history. A `max_tokens`

@@ -26,7 +26,7 @@ use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::EventKind;
 use crate::logs::targets;
-use crate::message::Message;
+use crate::message::{Message, Role};
 use crate::response::{Metrics, Response, StopReason, Usage};
 use crate::skills::{self, Skills};
 use crate::tools::registry::ToolRegistry;
@@ -467,11 +467,29 @@ fn replace_history(
 ) -> Result<()> {
     let mut fresh = History::new();
     for message in messages {
+        check_images(&message)?;
         let tokens = backend.count_tokens(&message)?;
         fresh.push(message, tokens)?;
     }
     fresh.check_can_continue()?;
     *history = fresh;
+    Ok(())
+}
+
+/// A restored message's images: on a tool message only, each well formed.
+fn check_images(message: &Message) -> Result<()> {
+    if message.images.is_empty() {
+        return Ok(());
+    }
+    if message.role != Role::Tool {
+        return Err(Error::InvalidMessageSequence(format!(
+            "only a tool message carries images, not a {} message",
+            message.role.as_str()
+        )));
+    }
+    for image in &message.images {
+        image.check().map_err(Error::InvalidArgument)?;
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::Skills;
 use crate::error::Result;
+use crate::tools::output::ToolOutput;
 use crate::tools::registry::{Tool, ToolRegistry};
 
 /// The name of the tool that loads a skill.
@@ -41,17 +42,17 @@ pub fn load_skill_tool(skills: Arc<Skills>, registry: Weak<ToolRegistry>) -> Res
         "properties": {"name": {"type": "string", "enum": names}},
         "required": ["name"],
     });
-    Tool::new(
+    Tool::with_output(
         LOAD_SKILL,
         "Loads a skill's instructions by name; call it before a task the skill describes.",
         schema,
-        move |args| {
+        move |args, _| {
             let name = args["name"].as_str().unwrap_or_default();
             let registry = registry
                 .upgrade()
                 .ok_or_else(|| "the agent has shut down".to_owned())?;
             let body = activate(&skills, &registry, name).map_err(|e| e.to_string())?;
-            Ok(json!({"skill": name, "instructions": body}))
+            Ok(ToolOutput::text(body).with_details(json!({"skill": name})))
         },
     )
 }

@@ -375,7 +375,8 @@ fn messages_json(messages: &[Message]) -> Json {
             .map(|message| {
                 let mut map = Map::new();
                 map.insert("role".into(), message.role.as_str().into());
-                map.insert("content".into(), message.content.as_str().into());
+                // A local model reads text: an image is a placeholder line.
+                map.insert("content".into(), message.text_with_placeholders().into());
                 if !message.tool_calls.is_empty() {
                     let calls = message
                         .tool_calls

@@ -847,3 +847,35 @@ fn long_messages_fit_the_output_budget() {
         .unwrap();
     assert!(prompt.contains(&long));
 }
+
+#[test]
+fn an_image_in_a_tool_result_renders_as_a_placeholder() {
+    use crate::message::ImageContent;
+    let template = ChatTemplate::builtin(TemplateFamily::Chatml, SpecialTokens::default());
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend_from_slice(&[0, 0, 0, 3, 0, 0, 0, 2, 8, 6, 0, 0, 0, 0, 0, 0, 0]);
+    let mut result = Message::tool("call_1", "read_file", "'a.png' is a PNG image");
+    result
+        .images
+        .push(ImageContent::from_bytes("image/png", &png));
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "read_file".into(),
+        arguments: json!({"path": "a.png"}),
+    };
+    let messages = [
+        Message::user("Look"),
+        Message::assistant_with_tool_calls("", vec![call]),
+        result,
+    ];
+    let prompt = template.render(&messages, &[], true).unwrap();
+    assert!(
+        prompt.contains(
+            "\"content\": \"'a.png' is a PNG image\\n[image: image/png, 3x2, 33 bytes; \
+             not shown, this model reads text only]\"}"
+        ),
+        "{prompt}"
+    );
+    let data = &messages[2].images[0].data;
+    assert!(!prompt.contains(data.as_str()), "no base64 in the prompt");
+}

@@ -165,7 +165,7 @@ pub fn prepare_messages(
                     call_names.get(id).copied()
                 })
                 .unwrap_or("");
-            results.push(wording.tool_result(name, &message.content));
+            results.push(wording.tool_result(name, &message.text_with_placeholders()));
             continue;
         }
         flush_results(&mut results, &mut out);

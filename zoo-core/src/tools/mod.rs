@@ -4,6 +4,7 @@
 pub mod builtin;
 pub mod call_format;
 pub mod context;
+pub mod output;
 pub mod parser;
 pub mod registry;
 pub mod typed;
@@ -11,6 +12,7 @@ pub mod validate;
 
 pub use call_format::ToolCallFormat;
 pub use context::ToolContext;
+pub use output::ToolOutput;
 
 use serde::{Deserialize, Serialize};
 

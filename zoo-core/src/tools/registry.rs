@@ -9,6 +9,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use super::context::ToolContext;
+use super::output::ToolOutput;
 use super::validate::ArgumentValidator;
 use super::ToolDefinition;
 use crate::cancel::CancelToken;
@@ -174,6 +175,8 @@ pub struct Tool {
     exclusive: bool,
     /// A call still running after this is a tool error.
     timeout: Option<Duration>,
+    /// The handler returns a [`ToolOutput`]: the model reads its text only.
+    structured: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -270,7 +273,49 @@ impl Tool {
             handler,
             exclusive: false,
             timeout: None,
+            structured: false,
         })
+    }
+
+    /// A tool whose handler returns a [`ToolOutput`]: the model reads its
+    /// `text` (and sees its images), while the response's record, the
+    /// `tool_call_finished` event and the hooks get `{"text", "details"}`.
+    /// The built-in tools are made so: a command's whole output is a
+    /// detail for the host, and its text is what the model needs.
+    ///
+    /// ```
+    /// use zoo_core::{Tool, ToolOutput};
+    /// let tool = Tool::with_output("count_lines", "Counts lines", serde_json::json!({"type": "object"}),
+    ///     |args, _ctx| {
+    ///         let n = args["text"].as_str().unwrap_or("").lines().count();
+    ///         Ok(ToolOutput::text(format!("{n} lines")).with_details(serde_json::json!({"lines": n})))
+    ///     }).unwrap();
+    /// assert!(tool.is_structured());
+    /// ```
+    pub fn with_output(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        handler: impl Fn(Value, &ToolContext) -> std::result::Result<ToolOutput, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Result<Self> {
+        let mut tool = Self::build(
+            name.into(),
+            description.into(),
+            parameters,
+            Arc::new(move |arguments, context: &ToolContext| {
+                handler(arguments, context).map(|output| output.to_value())
+            }),
+        )?;
+        tool.structured = true;
+        Ok(tool)
+    }
+
+    /// Whether the handler returns a [`ToolOutput`] (see [`Tool::with_output`]).
+    pub fn is_structured(&self) -> bool {
+        self.structured
     }
 
     /// Marks the tool as one that must never run beside another call (a

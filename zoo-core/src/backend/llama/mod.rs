@@ -623,7 +623,7 @@ impl Backend for LlamaBackend<'_> {
 
     fn count_tokens(&mut self, message: &Message) -> Result<u32> {
         // Content plus calls, and a few tokens for the role markup around them.
-        let mut text = message.content.clone();
+        let mut text = message.text_with_placeholders().into_owned();
         for call in &message.tool_calls {
             text.push_str(&call.name);
             text.push_str(&call.arguments.to_string());

@@ -236,7 +236,16 @@ fn tool_result(message: &Message) -> Json {
         "tool_use_id".into(),
         json!(message.tool_call_id.as_deref().unwrap_or_default()),
     );
-    if !message.content.is_empty() {
+    if !message.images.is_empty() {
+        // With images the content is blocks: the text, then each image.
+        let mut content = text_blocks(&message.content);
+        content.extend(message.images.iter().map(|image| {
+            json!({"type": "image", "source": {
+                "type": "base64", "media_type": image.mime_type, "data": image.data,
+            }})
+        }));
+        block.insert("content".into(), Json::Array(content));
+    } else if !message.content.is_empty() {
         block.insert("content".into(), json!(message.content));
     }
     if message.is_error {
@@ -775,6 +784,35 @@ mod tests {
                 "stream": true,
                 "temperature": 1.0,
             })
+        );
+    }
+
+    #[test]
+    fn a_tool_results_images_are_image_blocks_of_its_content() {
+        let mut result = Message::tool("call_1", "read_file", "'a.png' is a PNG image");
+        result.images.push(crate::message::ImageContent {
+            mime_type: "image/png".into(),
+            data: "iVBO".into(),
+        });
+        let messages = [
+            Message::user("Look"),
+            Message::assistant_with_tool_calls(
+                "",
+                vec![call("call_1", "read_file", json!({"path": "a.png"}))],
+            ),
+            result,
+        ];
+        let body = Anthropic::default().body(
+            "claude",
+            &request(&messages, &[], &ToolChoice::Auto),
+            &sampling(),
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "call_1", "content": [
+                {"type": "text", "text": "'a.png' is a PNG image"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+            ]})
         );
     }
 

@@ -152,7 +152,7 @@ impl Gemini {
         for (i, message) in messages.iter().enumerate() {
             let (role, parts) = match message.role {
                 Role::User | Role::System => ("user", text_parts(&message.content)),
-                Role::Tool => ("user", vec![function_response(message, messages)]),
+                Role::Tool => ("user", tool_parts(message, messages)),
                 Role::Assistant => ("model", self.model_parts(message, i >= turn_start)),
             };
             if parts.is_empty() {
@@ -203,6 +203,19 @@ fn text_parts(text: &str) -> Vec<Json> {
     } else {
         vec![json!({"text": text})]
     }
+}
+
+/// A tool result's parts: its `functionResponse`, then an `inlineData`
+/// part for each image it carries.
+fn tool_parts(message: &Message, history: &[Message]) -> Vec<Json> {
+    let mut parts = vec![function_response(message, history)];
+    parts.extend(
+        message
+            .images
+            .iter()
+            .map(|image| json!({"inlineData": {"mimeType": image.mime_type, "data": image.data}})),
+    );
+    parts
 }
 
 /// A tool result: `{"output": <the result>}` (as JSON when it is JSON),
@@ -530,6 +543,31 @@ mod tests {
         assert_eq!(
             body["tools"][0]["functionDeclarations"][1]["name"],
             "get_weather"
+        );
+    }
+
+    #[test]
+    fn a_tool_results_images_are_inline_data_parts_after_it() {
+        let mut result = Message::tool("call_1", "read_file", "'a.png' is a PNG image");
+        result.images.push(crate::message::ImageContent {
+            mime_type: "image/png".into(),
+            data: "iVBO".into(),
+        });
+        let messages = [
+            Message::user("Look"),
+            Message::assistant_with_tool_calls(
+                "",
+                vec![call("call_1", "read_file", json!({"path": "a.png"}))],
+            ),
+            result,
+        ];
+        let body = Gemini::default().body(&request(&messages, &[], &ToolChoice::Auto), &sampling());
+        assert_eq!(
+            body["contents"][2],
+            json!({"role": "user", "parts": [
+                {"functionResponse": {"name": "read_file", "response": {"output": "'a.png' is a PNG image"}}},
+                {"inlineData": {"mimeType": "image/png", "data": "iVBO"}},
+            ]})
         );
     }
 

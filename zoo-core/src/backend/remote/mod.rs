@@ -62,6 +62,10 @@ use crate::logs::targets;
 use crate::message::Message;
 use crate::tools::ToolCallFormat;
 
+/// What an image is counted as: about the most the providers charge for
+/// one (Anthropic's cap is near 1,600; OpenAI's high detail near 1,100).
+pub const IMAGE_TOKENS: u32 = 1_600;
+
 /// The window assumed when `context_size` is 0: what most served models
 /// of today offer at least.
 pub const DEFAULT_CONTEXT_SIZE: u32 = 32_768;
@@ -219,7 +223,8 @@ impl RemoteBackend {
     /// of text (call names and arguments included), rounded up, plus 4 for
     /// the role markup. English prose averages about 4 bytes per token in
     /// the common BPE vocabularies; code and other scripts take more
-    /// tokens, so leave some margin in `context_size`.
+    /// tokens, so leave some margin in `context_size`. An image counts
+    /// as [`IMAGE_TOKENS`], whatever its size (never its base64).
     pub fn estimate_tokens(message: &Message) -> u32 {
         let calls: usize = message
             .tool_calls
@@ -227,7 +232,8 @@ impl RemoteBackend {
             .map(|c| c.name.len() + c.arguments.to_string().len())
             .sum();
         let bytes = message.content.len() + calls;
-        4 + u32::try_from(bytes.div_ceil(4)).unwrap_or(u32::MAX - 4)
+        let images = IMAGE_TOKENS.saturating_mul(message.images.len() as u32);
+        (4 + u32::try_from(bytes.div_ceil(4)).unwrap_or(u32::MAX - 4)).saturating_add(images)
     }
 
     /// One request, with its retries.

@@ -29,8 +29,10 @@ pub(crate) fn request_body(
     if let Some(model) = model {
         body.insert("model".into(), json!(model));
     }
-    let messages: Vec<Json> = request.messages.iter().map(message_json).collect();
-    body.insert("messages".into(), Json::Array(messages));
+    body.insert(
+        "messages".into(),
+        Json::Array(messages_json(request.messages)),
+    );
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
     // No tools means none may be called: leave out `tools` and
@@ -72,6 +74,39 @@ fn tool_choice_json(choice: &ToolChoice) -> Json {
         ToolChoice::None => json!("none"),
         ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
     }
+}
+
+/// The history in the API's shape. A tool message cannot hold an image
+/// there, so the images of a run of tool results follow it as one user
+/// message of `image_url` parts (data URIs), each introduced by the call
+/// it came from.
+fn messages_json(messages: &[Message]) -> Vec<Json> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut images: Vec<Json> = Vec::new();
+    for message in messages {
+        if message.role != Role::Tool && !images.is_empty() {
+            out.push(json!({"role": "user", "content": std::mem::take(&mut images)}));
+        }
+        out.push(message_json(message));
+        if message.role == Role::Tool && !message.images.is_empty() {
+            images.push(json!({"type": "text", "text": format!(
+                "The image{} returned by tool call {} ({}):",
+                if message.images.len() == 1 { "" } else { "s" },
+                message.tool_call_id.as_deref().unwrap_or_default(),
+                message.name.as_deref().unwrap_or_default(),
+            )}));
+            images.extend(message.images.iter().map(|image| {
+                json!({
+                    "type": "image_url",
+                    "image_url": {"url": format!("data:{};base64,{}", image.mime_type, image.data)},
+                })
+            }));
+        }
+    }
+    if !images.is_empty() {
+        out.push(json!({"role": "user", "content": images}));
+    }
+    out
 }
 
 /// One history message in the API's shape.
@@ -394,6 +429,50 @@ mod tests {
             json!({"type": "function", "function": {"name": "f"}})
         );
         assert_eq!(f32_json(0.7), json!(0.7));
+    }
+
+    #[test]
+    fn images_of_tool_results_follow_them_as_one_user_message() {
+        use crate::message::ImageContent;
+        let calls = ["call_1", "call_2", "call_3"].map(|id| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: json!({}),
+        });
+        let mut first = Message::tool("call_1", "read_file", "'a.png' is a PNG image");
+        first.images.push(ImageContent {
+            mime_type: "image/png".into(),
+            data: "iVBO".into(),
+        });
+        let mut third = Message::tool("call_3", "read_file", "'c.gif' is a GIF image");
+        third.images.push(ImageContent {
+            mime_type: "image/gif".into(),
+            data: "R0lG".into(),
+        });
+        let history = [
+            Message::user("Look"),
+            Message::assistant_with_tool_calls("", calls.to_vec()),
+            first,
+            Message::tool("call_2", "read_file", "a text"),
+            third,
+            Message::assistant("Two pictures."),
+        ];
+        let out = messages_json(&history);
+        assert_eq!(out.len(), 7);
+        assert_eq!(out[2]["content"], "'a.png' is a PNG image");
+        assert_eq!(out[4]["role"], "tool");
+        assert_eq!(
+            out[5],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "The image returned by tool call call_1 (read_file):"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+                {"type": "text", "text": "The image returned by tool call call_3 (read_file):"},
+                {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}},
+            ]})
+        );
+        assert_eq!(out[6]["role"], "assistant");
+        // At the end of the history too (the model is about to answer).
+        assert_eq!(messages_json(&history[..5]).len(), 6);
     }
 
     #[test]

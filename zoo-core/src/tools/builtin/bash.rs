@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{confirmed, str_arg, ConfirmFn, Workspace};
+use super::{confirmed, str_arg, ConfirmFn, Outcome, Workspace};
 use crate::error::Result;
 use crate::tools::context::ToolContext;
-use crate::tools::registry::{Tool, ToolResult};
+use crate::tools::output::ToolOutput;
+use crate::tools::registry::Tool;
 
 /// Bytes kept of stdout and of stderr each; the rest is counted, not kept.
 pub const MAX_STREAM_BYTES: usize = 256 * 1024;
@@ -34,7 +35,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// Builds the tool on `ws`: `deny` holds text no command may contain,
 /// `confirm` is asked before each command that passes it.
 pub fn tool(ws: Arc<Workspace>, deny: Vec<String>, confirm: Option<ConfirmFn>) -> Result<Tool> {
-    let tool = Tool::with_context(
+    let tool = Tool::with_output(
         "bash",
         "Run a shell command in the workspace folder with bash -c. Returns stdout, stderr \
          and the exit code; the command is killed after timeout_ms.",
@@ -59,7 +60,7 @@ fn run(
     confirm: &Option<ConfirmFn>,
     args: &Value,
     ctx: &ToolContext,
-) -> ToolResult {
+) -> Outcome {
     let command = str_arg(args, "command")?;
     check_deny(command, deny)?;
     confirmed(confirm, "bash", args, ctx)?;
@@ -96,11 +97,11 @@ fn run(
     }
     push_stream(&mut text, "stdout", &stdout, out_dropped);
     push_stream(&mut text, "stderr", &stderr, err_dropped);
-    Ok(json!({
-        "text": text, "exit_code": code, "timed_out": timed_out,
+    Ok(ToolOutput::text(text).with_details(json!({
+        "exit_code": code, "timed_out": timed_out,
         "stdout": stdout, "stderr": stderr,
         "stdout_truncated_bytes": out_dropped, "stderr_truncated_bytes": err_dropped
-    }))
+    })))
 }
 
 /// Refuses a command holding any deny-list entry (whitespace runs count as

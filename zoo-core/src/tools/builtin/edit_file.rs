@@ -6,14 +6,15 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::read_file::MAX_WHOLE_FILE_BYTES;
-use super::{confirmed, str_arg, write_file::write_text, ConfirmFn, Workspace};
+use super::{confirmed, str_arg, write_file::write_text, ConfirmFn, Outcome, Workspace};
 use crate::error::Result;
 use crate::tools::context::ToolContext;
-use crate::tools::registry::{Tool, ToolResult};
+use crate::tools::output::ToolOutput;
+use crate::tools::registry::Tool;
 
 /// Builds the tool on `ws`; `confirm` is asked before each edit.
 pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
-    let tool = Tool::with_context(
+    let tool = Tool::with_output(
         "edit_file",
         "Replace an exact piece of text in a workspace file. old_text must occur exactly \
          once; include enough surrounding lines to make it unique.",
@@ -32,12 +33,7 @@ pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
     Ok(tool.exclusive(true))
 }
 
-fn edit(
-    ws: &Workspace,
-    confirm: &Option<ConfirmFn>,
-    args: &Value,
-    ctx: &ToolContext,
-) -> ToolResult {
+fn edit(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value, ctx: &ToolContext) -> Outcome {
     let path = str_arg(args, "path")?;
     let old = str_arg(args, "old_text")?;
     let new = str_arg(args, "new_text")?;
@@ -56,7 +52,8 @@ fn edit(
     // The line the replaced text began on, counted from 1.
     let at = content.find(old).unwrap_or(0);
     let line = content[..at].matches('\n').count() + 1;
-    Ok(json!({"text": format!("edited {path} at line {line}"), "path": path, "line": line}))
+    Ok(ToolOutput::text(format!("edited {path} at line {line}"))
+        .with_details(json!({"path": path, "line": line})))
 }
 
 fn read_text(ws: &Workspace, path: &str) -> std::result::Result<String, String> {

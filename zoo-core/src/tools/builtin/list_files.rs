@@ -6,10 +6,11 @@ use globset::{Glob, GlobMatcher};
 use serde_json::{json, Value};
 
 use super::walk::{cut_note, walk};
-use super::Workspace;
+use super::{Outcome, Workspace};
 use crate::error::Result;
 use crate::tools::context::ToolContext;
-use crate::tools::registry::{Tool, ToolResult};
+use crate::tools::output::ToolOutput;
+use crate::tools::registry::Tool;
 
 /// Entries listed at most; the rest is counted.
 pub const MAX_ENTRIES: usize = 200;
@@ -18,7 +19,7 @@ const DEFAULT_DEPTH: usize = 10;
 
 /// Builds the tool on `ws`.
 pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
-    Tool::with_context(
+    Tool::with_output(
         "list_files",
         "List files and folders in the workspace (folders end with /). Skips .git, \
          target, node_modules and what .gitignore ignores.",
@@ -35,7 +36,7 @@ pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
     )
 }
 
-fn list(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
+fn list(ws: &Workspace, args: &Value, ctx: &ToolContext) -> Outcome {
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     let start = ws.resolve_existing(path).map_err(|e| e.to_string())?;
     if !start.is_dir() {
@@ -82,7 +83,8 @@ fn list(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
     if let Some(note) = cut_note(cut) {
         text.push_str(&format!("\n{note}"));
     }
-    Ok(json!({"text": text, "path": path, "count": entries.len(), "more": more}))
+    Ok(ToolOutput::text(text)
+        .with_details(json!({"path": path, "count": entries.len(), "more": more})))
 }
 
 /// A glob over paths relative to the workspace; a pattern without a `/`

@@ -27,7 +27,12 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::tools::context::ToolContext;
+use crate::tools::output::ToolOutput;
 use crate::tools::registry::Tool;
+
+/// What a built-in tool's handler returns: its output, or the error the
+/// model reads.
+type Outcome = std::result::Result<ToolOutput, String>;
 
 pub use workspace::{PathRefused, Workspace};
 
@@ -42,8 +47,18 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
 ];
 
 /// Asked before a tool that changes something runs: the tool's name and its
-/// arguments; `false` refuses the call (a tool error the model reads).
-pub type ConfirmFn = Arc<dyn Fn(&str, &Value) -> bool + Send + Sync>;
+/// arguments; `Ok(false)` refuses the call (a tool error the model reads),
+/// and so does `Err(message)` (the host's callback failed: the model reads
+/// the message, and it is logged).
+pub type ConfirmFn = Arc<dyn Fn(&str, &Value) -> std::result::Result<bool, String> + Send + Sync>;
+
+/// The error every front door gives for a confirmation callback that
+/// cannot be called (a number, a string): `got` names what it was.
+pub fn confirm_not_callable(got: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "the confirm callback of the built-in tools must be a function, got {got}"
+    ))
+}
 
 /// How the built-in tools are set up.
 #[derive(Clone)]
@@ -68,9 +83,10 @@ impl fmt::Debug for BuiltinOptions {
     }
 }
 
-/// The config's `builtin_tools`: which tools, on which workspace.
-/// Confirmation is the host's: a `before_tool_call` hook can allow or deny
-/// each call in every language.
+/// The config's `builtin_tools`: which tools, on which workspace. The same
+/// object is what every front door's `add_builtin_tools` reads, beside its
+/// confirmation callback (a config holds no callback: with the config key,
+/// a `before_tool_call` hook can allow or deny each call instead).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BuiltinToolsConfig {
@@ -84,17 +100,44 @@ pub struct BuiltinToolsConfig {
 }
 
 impl BuiltinToolsConfig {
+    /// Reads `{"tools": [...], "workspace": "...", "bash_deny": [...]}`
+    /// (`bash_deny` optional), as the front doors' `add_builtin_tools` pass it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidJson`] for text that is not JSON;
+    /// [`Error::InvalidArgument`] naming the key for a missing, mistyped or
+    /// unknown one.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::InvalidJson(format!("the built-in tools' options: {e}")))?;
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let at = e.path().to_string();
+            let at = if at == "." {
+                String::new()
+            } else {
+                format!(" `{at}`")
+            };
+            Error::InvalidArgument(format!(
+                "the built-in tools' options{at}: {}; they are {{\"tools\": [names], \
+                 \"workspace\": folder, \"bash_deny\": [texts]}}",
+                e.into_inner()
+            ))
+        })
+    }
+
+    /// The options these name, with the host's confirmation callback.
+    pub fn options(&self, confirm: Option<ConfirmFn>) -> BuiltinOptions {
+        BuiltinOptions {
+            workspace: PathBuf::from(&self.workspace),
+            confirm,
+            bash_deny: self.bash_deny.clone(),
+        }
+    }
+
     /// The tools it names, built.
     pub fn build(&self) -> Result<Vec<Tool>> {
         let names: Vec<&str> = self.tools.iter().map(String::as_str).collect();
-        builtin_tools(
-            &names,
-            &BuiltinOptions {
-                workspace: PathBuf::from(&self.workspace),
-                confirm: None,
-                bash_deny: self.bash_deny.clone(),
-            },
-        )
+        builtin_tools(&names, &self.options(None))
     }
 }
 
@@ -136,8 +179,15 @@ fn confirmed(
     ctx: &ToolContext,
 ) -> std::result::Result<(), String> {
     if let Some(ask) = confirm {
-        if !ask(tool, args) {
-            return Err(format!("the user refused this {tool} call"));
+        match ask(tool, args) {
+            Ok(true) => {}
+            Ok(false) => return Err(format!("the user refused this {tool} call")),
+            Err(message) => {
+                tracing::warn!(tool, %message, "the confirmation callback failed");
+                return Err(format!(
+                    "the {tool} call was refused: the confirmation callback failed: {message}"
+                ));
+            }
         }
     }
     not_cancelled(ctx)

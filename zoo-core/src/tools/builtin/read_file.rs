@@ -1,14 +1,17 @@
-//! `read_file`: a text file's lines, numbered, a page at a time.
+//! `read_file`: a text file's lines, numbered, a page at a time; an image
+//! (PNG, JPEG, GIF, WebP) as image content.
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{not_cancelled, str_arg, Workspace};
+use super::{not_cancelled, str_arg, Outcome, Workspace};
 use crate::error::Result;
+use crate::message::{ImageContent, MAX_IMAGE_BYTES};
 use crate::tools::context::ToolContext;
-use crate::tools::registry::{Tool, ToolResult};
+use crate::tools::output::ToolOutput;
+use crate::tools::registry::Tool;
 
 /// Files larger than this are read only a page (`offset`/`limit`) at a time.
 pub const MAX_WHOLE_FILE_BYTES: u64 = 1024 * 1024;
@@ -24,10 +27,11 @@ const LINES_PER_CANCEL_CHECK: u64 = 4096;
 
 /// Builds the tool on `ws`.
 pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
-    Tool::with_context(
+    Tool::with_output(
         "read_file",
         "Read a text file in the workspace. Lines come numbered from 1; use offset \
-         (first line) and limit (number of lines) to page through long files.",
+         (first line) and limit (number of lines) to page through long files. An image \
+         (PNG, JPEG, GIF, WebP) comes back as an image.",
         json!({
             "type": "object",
             "properties": {
@@ -42,7 +46,7 @@ pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
     )
 }
 
-fn read(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
+fn read(ws: &Workspace, args: &Value, ctx: &ToolContext) -> Outcome {
     let path = str_arg(args, "path")?;
     let offset = args.get("offset").and_then(Value::as_u64);
     let limit = args.get("limit").and_then(Value::as_u64);
@@ -61,10 +65,8 @@ fn read(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut head)
         .map_err(|e| format!("'{path}': {e}"))?;
-    if let Some(kind) = image_kind(&head) {
-        return Err(format!(
-            "'{path}' is a {kind} image; images cannot be returned as tool results yet"
-        ));
+    if let Some((kind, mime_type)) = image_kind(&head) {
+        return read_image(path, head, file, size, kind, mime_type);
     }
     if head.contains(&0) {
         return Err(format!(
@@ -87,6 +89,49 @@ fn read(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
     )
 }
 
+/// An image whole, as image content: refused over [`MAX_IMAGE_BYTES`]
+/// (from its size before reading, and again while reading, should it grow).
+fn read_image(
+    path: &str,
+    mut bytes: Vec<u8>,
+    file: std::fs::File,
+    size: u64,
+    kind: &str,
+    mime_type: &str,
+) -> Outcome {
+    let too_big = |size: u64| {
+        format!(
+            "'{path}' is a {kind} image of {size} bytes, over the {} MB image limit",
+            MAX_IMAGE_BYTES / (1024 * 1024)
+        )
+    };
+    if size > MAX_IMAGE_BYTES as u64 {
+        return Err(too_big(size));
+    }
+    bytes.reserve(size as usize - bytes.len().min(size as usize));
+    file.take((MAX_IMAGE_BYTES + 1 - bytes.len()) as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("'{path}': {e}"))?;
+    if bytes.len() > MAX_IMAGE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    let dimensions = imagesize::blob_size(&bytes)
+        .ok()
+        .map(|s| (s.width, s.height));
+    let shape = dimensions.map_or(String::new(), |(w, h)| format!("{w}x{h}, "));
+    let text = format!(
+        "'{path}' is a {kind} image ({shape}{} bytes); it is attached.",
+        bytes.len()
+    );
+    let details = json!({
+        "path": path, "mime_type": mime_type, "bytes": bytes.len(),
+        "width": dimensions.map(|d| d.0), "height": dimensions.map(|d| d.1),
+    });
+    Ok(ToolOutput::text(text)
+        .with_details(details)
+        .with_image(ImageContent::from_bytes(mime_type, &bytes)))
+}
+
 /// Numbers and returns lines `offset..offset+limit`, counting the rest;
 /// stops with an error once the call is cancelled.
 fn page(
@@ -95,7 +140,7 @@ fn page(
     offset: u64,
     limit: u64,
     ctx: &ToolContext,
-) -> ToolResult {
+) -> Outcome {
     let offset = offset.max(1);
     let mut text = String::new();
     let (mut total, mut shown) = (0u64, 0u64);
@@ -120,9 +165,9 @@ fn page(
             "[{total} lines in all; continue with offset {next}]\n"
         ));
     }
-    Ok(
-        json!({"text": text, "path": path, "total_lines": total, "lines_shown": shown, "offset": offset}),
-    )
+    Ok(ToolOutput::text(text).with_details(
+        json!({"path": path, "total_lines": total, "lines_shown": shown, "offset": offset}),
+    ))
 }
 
 /// Reads one line into `line`, keeping at most 4 bytes per shown character
@@ -148,19 +193,19 @@ fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<b
     Ok(true)
 }
 
-/// Names the image format from its magic bytes.
-fn image_kind(head: &[u8]) -> Option<&'static str> {
-    const KINDS: &[(&[u8], &str)] = &[
-        (b"\x89PNG\r\n\x1a\n", "PNG"),
-        (b"\xff\xd8\xff", "JPEG"),
-        (b"GIF87a", "GIF"),
-        (b"GIF89a", "GIF"),
+/// Names the image format from its magic bytes, with its media type.
+fn image_kind(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    const KINDS: &[(&[u8], &str, &str)] = &[
+        (b"\x89PNG\r\n\x1a\n", "PNG", "image/png"),
+        (b"\xff\xd8\xff", "JPEG", "image/jpeg"),
+        (b"GIF87a", "GIF", "image/gif"),
+        (b"GIF89a", "GIF", "image/gif"),
     ];
     if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        return Some("WebP");
+        return Some(("WebP", "image/webp"));
     }
     KINDS
         .iter()
-        .find(|(magic, _)| head.starts_with(magic))
-        .map(|(_, k)| *k)
+        .find(|(magic, _, _)| head.starts_with(magic))
+        .map(|(_, kind, mime)| (*kind, *mime))
 }

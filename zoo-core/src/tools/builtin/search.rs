@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 
 use super::list_files::glob;
 use super::walk::{cut_note, walk};
-use super::{str_arg, Workspace};
+use super::{str_arg, Outcome, Workspace};
 use crate::error::Result;
 use crate::tools::context::ToolContext;
-use crate::tools::registry::{Tool, ToolResult};
+use crate::tools::output::ToolOutput;
+use crate::tools::registry::Tool;
 
 /// Matching lines returned at most; the rest is counted.
 pub const MAX_MATCHES: usize = 100;
@@ -22,7 +23,7 @@ const MAX_LINE_CHARS: usize = 300;
 
 /// Builds the tool on `ws`.
 pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
-    Tool::with_context(
+    Tool::with_output(
         "search",
         "Search the workspace's files for a regular expression; returns path:line: text \
          for each matching line.",
@@ -41,7 +42,7 @@ pub fn tool(ws: Arc<Workspace>) -> Result<Tool> {
     )
 }
 
-fn search(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
+fn search(ws: &Workspace, args: &Value, ctx: &ToolContext) -> Outcome {
     let pattern = str_arg(args, "pattern")?;
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     let start = ws.resolve_existing(path).map_err(|e| e.to_string())?;
@@ -102,7 +103,7 @@ fn search(ws: &Workspace, args: &Value, ctx: &ToolContext) -> ToolResult {
     if let Some(note) = cut_note(cut) {
         text.push_str(&format!("\n{note}"));
     }
-    Ok(json!({"text": text, "matches": lines.len() + more, "files": files}))
+    Ok(ToolOutput::text(text).with_details(json!({"matches": lines.len() + more, "files": files})))
 }
 
 fn clip(line: &str) -> String {

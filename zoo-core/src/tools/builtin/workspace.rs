@@ -93,11 +93,18 @@ impl Workspace {
 
     /// Resolves an existing path (relative to the root, or absolute inside
     /// it) to its canonical form, following symlinks, and checks it is inside.
+    /// A missing path that would lie outside is refused as outside: what
+    /// exists beyond the root is none of the model's business.
     pub fn resolve_existing(&self, path: &str) -> std::result::Result<PathBuf, PathRefused> {
         let joined = self.join(path)?;
-        let real = joined
-            .canonicalize()
-            .map_err(|e| not_found_or_io(path, &e))?;
+        let real = joined.canonicalize().map_err(|e| {
+            match (not_found_or_io(path, &e), self.resolve_for_write(path)) {
+                (PathRefused::NotFound(_), Err(outside @ PathRefused::OutsideWorkspace(_))) => {
+                    outside
+                }
+                (refused, _) => refused,
+            }
+        })?;
         self.inside(path, real)
     }
 

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{confirmed, str_arg, ConfirmFn, Workspace};
+use super::{confirmed, str_arg, ConfirmFn, Outcome, Workspace};
 use crate::error::Result;
 use crate::tools::context::ToolContext;
-use crate::tools::registry::{Tool, ToolResult};
+use crate::tools::output::ToolOutput;
+use crate::tools::registry::Tool;
 
 /// Builds the tool on `ws`; `confirm` is asked before each write.
 pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
-    let tool = Tool::with_context(
+    let tool = Tool::with_output(
         "write_file",
         "Write a file in the workspace, replacing what it held; missing parent folders are created.",
         json!({
@@ -30,18 +31,13 @@ pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
     Ok(tool.exclusive(true))
 }
 
-fn write(
-    ws: &Workspace,
-    confirm: &Option<ConfirmFn>,
-    args: &Value,
-    ctx: &ToolContext,
-) -> ToolResult {
+fn write(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value, ctx: &ToolContext) -> Outcome {
     let path = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
     confirmed(confirm, "write_file", args, ctx)?;
     write_text(ws, path, content)?;
     let text = format!("wrote {} bytes to {path}", content.len());
-    Ok(json!({"text": text, "path": path, "bytes": content.len()}))
+    Ok(ToolOutput::text(text).with_details(json!({"path": path, "bytes": content.len()})))
 }
 
 /// Replaces `path`'s content (shared with `edit_file`).
