@@ -20,6 +20,14 @@ export declare class NativeAgent {
    * checks it.
    */
   registerTool(name: string, description: string, schemaJson: string, handler: (arg0: string, arg1: NativeToolContext) => Promise<string>, optionsJson?: string | undefined | null): void
+  /**
+   * Adds built-in tools: `options_json` is `{"tools", "workspace",
+   * "bash_deny"}` (the config's `builtin_tools`); `confirm` (the
+   * package's wrapper of the host's callback, or null) is called with
+   * `{"tool", "arguments"}` before `write_file`, `edit_file` and `bash`
+   * run, and resolves to the envelope of a boolean.
+   */
+  addBuiltinTools(optionsJson: string, confirm?: ((arg: string) => Promise<string>) | undefined | null): void
   /** Removes a tool; returns whether it existed. */
   unregisterTool(name: string): boolean
   /**
