@@ -338,7 +338,7 @@ class Agent(_HookMethods):
         chat ends with stop reason "limit". `hooks` (a mapping from the hook
         decorators' names to functions) run in this chat instead of the
         agent's hooks; see `zoo_keeper._hooks`."""
-        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         payload = self._native.chat(
             message, on_token, event_cb, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
@@ -389,7 +389,7 @@ class Agent(_HookMethods):
         unknown = set(options) - _CHAT_OPTIONS
         if unknown:
             raise TypeError(f"unexpected chat option(s): {', '.join(sorted(unknown))}")
-        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         hooks = self._start(options.pop("hooks", None))
         payload = self._native.chat(message, on_token, event_cb, regenerate=regenerate, **options, **hooks)
         return Response.from_json(payload)
@@ -425,7 +425,7 @@ class Agent(_HookMethods):
         def complete(code: int, payload: Any) -> None:
             loop.call_soon_threadsafe(settle, code, payload)
 
-        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         self._async_tools.loop = loop
         chat = self._native.chat_start(
             message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context,
@@ -456,7 +456,7 @@ class Agent(_HookMethods):
         chat = self._native.chat_start(
             message,
             lambda text: put(Token(text)),
-            lambda text: put(Event.from_json(text)),
+            lambda event: put(Event._from_dict(event)),
             lambda code, payload: put((code, payload)),
             options.get("tool_choice"),
             options.get("max_tokens"),
@@ -582,7 +582,7 @@ class ChatStream:
         self._chat = agent._native.chat_start(
             message,
             lambda text: put(Token(text)),
-            lambda text: put(Event.from_json(text)),
+            lambda event: put(Event._from_dict(event)),
             lambda code, payload: put((self._DONE, code, payload)),
             options.get("tool_choice"),
             options.get("max_tokens"),

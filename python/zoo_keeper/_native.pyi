@@ -1,6 +1,6 @@
 """Type stubs of the compiled module (kept in sync by tests/python/test_stubs.py)."""
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -66,7 +66,7 @@ class NativeAgent:
         self,
         message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
-        on_event: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Dict[str, Any]], Any]] = None,
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,
         rag_context: Optional[str] = None,
@@ -81,7 +81,7 @@ class NativeAgent:
         self,
         message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
-        on_event: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Dict[str, Any]], Any]] = None,
         on_complete: Optional[Callable[[int, Any], Any]] = None,
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,

@@ -110,7 +110,12 @@ class Event:
 
     @classmethod
     def from_json(cls, text: str) -> "Event":
-        data = json.loads(text)
+        return cls._from_dict(json.loads(text))
+
+    @classmethod
+    def _from_dict(cls, data: Dict[str, Any]) -> "Event":
+        # `data` is the event's JSON object as a dict (the engine builds it
+        # without JSON text); its own keys become the fields.
         return cls(
             type=data.pop("type"),
             agent_id=data.pop("agent_id"),

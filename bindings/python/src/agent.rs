@@ -111,9 +111,13 @@ impl NativeAgent {
                 if failed.is_set() {
                     return;
                 }
-                let json = event.to_json();
                 thread_state::attach(|py| {
-                    if let Err(error) = callback.call1(py, (json,)) {
+                    // A dict straight from the serde type: the same keys as
+                    // the JSON every front door sees, with nothing to parse.
+                    let sent = pythonize::pythonize(py, event)
+                        .map_err(PyErr::from)
+                        .and_then(|event| callback.call1(py, (event,)));
+                    if let Err(error) = sent {
                         failed.record(py, error, &cancel);
                     }
                 });
