@@ -838,6 +838,19 @@ enum zoo_status zoo_hook_result_set_error(struct zoo_hook_result *result,
                                           char **out_error);
 
 /**
+ * The string member `key` of the JSON object `json` (a response's `text`
+ * or `stop_reason`), decoded, in `*out_string` (free with
+ * `zoo_string_free`); NULL when the object has no such member or its value
+ * is not a string. `ZOO_INVALID_JSON` when `json` is not JSON or not an
+ * object; `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
+ * UTF-8.
+ */
+enum zoo_status zoo_json_string_member(const char *json,
+                                       const char *key,
+                                       char **out_string,
+                                       char **out_error);
+
+/**
  * Sends the engine's log records at `level` and above (a `zoo_log_level`
  * value) to `callback`, for the whole process, replacing any earlier
  * callback; a NULL callback (or `ZOO_LOG_OFF`) turns logs off. Silent

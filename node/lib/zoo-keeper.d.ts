@@ -218,7 +218,13 @@ export declare class Model {
   /** Loads a GGUF file off the JavaScript thread. */
   static load(path: string, options?: ModelLoadOptions): Promise<Model>
   readonly path: string
-  readonly metadata: { chatTemplate: string | null; architecture: string | null; name: string | null }
+  readonly metadata: {
+    chatTemplate: string | null
+    architecture: string | null
+    name: string | null
+    /** The texts of the model's begin- and end-of-sequence tokens. */
+    special: { bos: string; eos: string }
+  }
 }
 
 /** A session's description, as `SessionStore.sessions()` lists it. */

@@ -30,7 +30,7 @@ function loadBinding() {
 const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
 const {
-  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
+  camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 } = require('./convert.js')
 
 // Item kinds of a chat's ordered queue (bindings/node/src/agent.rs).
@@ -115,10 +115,9 @@ class Model {
     return this.#native.path
   }
 
-  /** GGUF metadata: chatTemplate, architecture, name. */
+  /** GGUF metadata: chatTemplate, architecture, name, special ({bos, eos}). */
   get metadata() {
-    const meta = JSON.parse(this.#native.metadataJson())
-    return { chatTemplate: meta.chat_template, architecture: meta.architecture, name: meta.name }
+    return camelKeys(JSON.parse(this.#native.metadataJson()))
   }
 
   static _native(model) {

@@ -50,7 +50,8 @@ class Model:
 
     @property
     def metadata(self) -> Dict[str, Any]:
-        """GGUF metadata: chat_template, architecture, name."""
+        """GGUF metadata: chat_template, architecture, name and special
+        ({"bos", "eos"}: the model's special token texts)."""
         return json.loads(self._native.metadata_json())
 
 

@@ -17,6 +17,7 @@
     /* test_errors.c */                      \
     X(version, 5)                            \
     X(status_str, 5)                         \
+    X(json_string_member, 5)                 \
     X(null_arguments, 10)                    \
     X(invalid_utf8, 10)                      \
     X(config_errors, 10)                     \

@@ -23,6 +23,7 @@ test('Model.load exposes path and metadata', () => {
   assert.equal(model.path, modelPath())
   assert.equal(typeof model.metadata.chatTemplate, 'string')
   assert.equal(model.metadata.architecture, 'llama')
+  assert.equal(model.metadata.special.eos, '<|im_end|>')
 })
 
 test('a sync JS tool is called with valid arguments', async () => {

@@ -60,3 +60,4 @@ def test_two_agents_share_one_model_in_two_threads(model):
     assert set(results) == {"a", "b"}
     assert all(r.text for r in results.values())
     assert model.metadata["architecture"] == "llama"
+    assert model.metadata["special"]["eos"] == "<|im_end|>"

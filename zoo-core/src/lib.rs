@@ -26,7 +26,7 @@ pub mod template;
 pub mod tools;
 
 pub use agent::{
-    Agent, AgentState, ChatHandle, ChatOptions, SubAgent, SubAgentStep, SubAgentUpdate,
+    Agent, AgentSlot, AgentState, ChatHandle, ChatOptions, SubAgent, SubAgentStep, SubAgentUpdate,
 };
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};

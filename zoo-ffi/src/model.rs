@@ -99,14 +99,8 @@ pub extern "C" fn zoo_model_metadata_json(
     guard(out_error, || {
         let out = out_arg(out_json, "out_json")?;
         let model = handle_arg(model, "model")?;
-        let meta = model.model.metadata();
-        let json = serde_json::json!({
-            "chat_template": meta.chat_template,
-            "architecture": meta.architecture,
-            "name": meta.name,
-            "special": {"bos": meta.special.bos, "eos": meta.special.eos},
-        });
-        out.write(crate::boundary::into_c_string(json.to_string()));
+        let json = model.model.metadata().to_json();
+        out.write(crate::boundary::into_c_string(json));
         Ok(())
     })
 }

@@ -19,8 +19,8 @@ use napi_derive::napi;
 use parking_lot::Mutex;
 use serde_json::Value;
 use zoo_core::{
-    Agent, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, Response, Tool,
-    ToolChoice, ToolOptions,
+    Agent, AgentSlot, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, Response,
+    Tool, ToolChoice, ToolOptions,
 };
 
 use zoo_core::tools::builtin::BuiltinToolsConfig;
@@ -116,15 +116,12 @@ fn take_batch(queue: &Queue) -> Batch {
 /// An agent (wrapped by the package's `Agent`).
 #[napi]
 pub struct NativeAgent {
-    agent: Mutex<Option<Arc<Agent>>>,
+    agent: AgentSlot,
 }
 
 impl NativeAgent {
     fn agent(&self) -> napi::Result<Arc<Agent>> {
-        self.agent
-            .lock()
-            .clone()
-            .ok_or_else(|| to_napi(Error::AgentNotRunning("the agent is closed".into())))
+        self.agent.get().napi_err()
     }
 }
 
@@ -466,7 +463,7 @@ impl NativeAgent {
     /// Whether the agent has been closed.
     #[napi(getter)]
     pub fn closed(&self) -> bool {
-        self.agent.lock().is_none()
+        self.agent.is_closed()
     }
 
     /// Shuts the agent down off the JS thread: cancels its chat, fails
@@ -475,7 +472,7 @@ impl NativeAgent {
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn close(&self) -> AsyncTask<CloseAgent> {
         AsyncTask::new(CloseAgent {
-            agent: self.agent.lock().take(),
+            agent: self.agent.take(),
             timeout: None,
         })
     }
@@ -487,7 +484,7 @@ impl NativeAgent {
     pub fn close_within(&self, timeout_ms: f64) -> napi::Result<bool> {
         let timeout = integer("timeoutMs", timeout_ms, 0, 86_400_000)?;
         let mut task = CloseAgent {
-            agent: self.agent.lock().take(),
+            agent: self.agent.take(),
             timeout: Some(Duration::from_millis(timeout as u64)),
         };
         task.compute()
@@ -514,7 +511,7 @@ impl Drop for NativeAgent {
         // Garbage-collected without close(): join the inference thread on a
         // thread of its own, never on the JS thread, which a running JS tool
         // may be waiting for.
-        if let Some(agent) = self.agent.get_mut().take() {
+        if let Some(agent) = self.agent.take() {
             let _ = std::thread::Builder::new()
                 .name("zoo-node-drop".into())
                 .spawn(move || drop(agent));
@@ -557,23 +554,11 @@ impl Task for CloseAgent {
     type JsValue = bool;
 
     fn compute(&mut self) -> napi::Result<bool> {
-        let Some(agent) = self.agent.take() else {
-            return Ok(true);
-        };
-        Ok(match Arc::try_unwrap(agent) {
-            Ok(agent) => match self.timeout {
-                Some(limit) => agent.close_within(limit),
-                None => {
-                    drop(agent);
-                    true
-                }
-            },
-            // A history job still holds it; it ends (AgentNotRunning) and
-            // drops the last reference.
-            Err(shared) => {
-                shared.stop();
-                false
-            }
+        // A history job may still hold it; it ends (AgentNotRunning) and
+        // drops the last reference.
+        Ok(match self.agent.take() {
+            Some(agent) => agent.close(self.timeout),
+            None => true,
         })
     }
 
@@ -603,7 +588,7 @@ impl Task for CreateAgent {
 
     fn resolve(&mut self, _env: Env, agent: Agent) -> napi::Result<NativeAgent> {
         Ok(NativeAgent {
-            agent: Mutex::new(Some(Arc::new(agent))),
+            agent: AgentSlot::new(agent),
         })
     }
 }

@@ -7,8 +7,8 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use serde_json::Value;
 use zoo_core::{
-    Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool, ToolChoice,
-    ToolContext, ToolOptions,
+    Agent, AgentSlot, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool,
+    ToolChoice, ToolContext, ToolOptions,
 };
 
 use zoo_core::tools::builtin::{confirm_not_callable, BuiltinToolsConfig, ConfirmFn};
@@ -25,7 +25,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 /// An agent (wrapped by `zoo_keeper.Agent`).
 #[pyclass(module = "zoo_keeper._native", frozen)]
 pub struct NativeAgent {
-    agent: Mutex<Option<Arc<Agent>>>,
+    agent: AgentSlot,
 }
 
 /// The first exception raised by a chat's Python callback; it aborts the
@@ -50,10 +50,7 @@ impl CallbackError {
 
 impl NativeAgent {
     fn agent(&self) -> PyResult<Arc<Agent>> {
-        self.agent
-            .lock()
-            .clone()
-            .ok_or_else(|| to_py(Error::AgentNotRunning("the agent is closed".into())))
+        self.agent.get().py_err()
     }
 
     /// Builds core options; Python callbacks run on the inference thread.
@@ -265,7 +262,7 @@ impl NativeAgent {
             })
             .py_err()?;
         Ok(NativeAgent {
-            agent: Mutex::new(Some(Arc::new(agent))),
+            agent: AgentSlot::new(agent),
         })
     }
 
@@ -600,7 +597,7 @@ impl NativeAgent {
     /// Whether `close` has been called.
     #[getter]
     fn closed(&self) -> bool {
-        self.agent.lock().is_none()
+        self.agent.is_closed()
     }
 
     /// Shuts the agent down (GIL released): cancels its chat, fails queued
@@ -608,30 +605,19 @@ impl NativeAgent {
     /// Returns whether the thread finished. Idempotent.
     #[pyo3(signature = (timeout = None))]
     fn close(&self, py: Python<'_>, timeout: Option<f64>) -> bool {
-        let Some(agent) = self.agent.lock().take() else {
+        let Some(agent) = self.agent.take() else {
             return true;
         };
-        py.detach(move || match Arc::try_unwrap(agent) {
-            Ok(agent) => match timeout {
-                Some(seconds) => agent.close_within(Duration::from_secs_f64(seconds.max(0.0))),
-                None => {
-                    drop(agent);
-                    true
-                }
-            },
-            // A chat call in another thread still holds it; that call ends
-            // (AgentNotRunning or cancelled) and drops the last reference.
-            Err(shared) => {
-                shared.stop();
-                false
-            }
-        })
+        let timeout = timeout.map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        // A chat call in another thread may still hold it; that call ends
+        // (AgentNotRunning or cancelled) and drops the last reference.
+        py.detach(move || agent.close(timeout))
     }
 }
 
 impl Drop for NativeAgent {
     fn drop(&mut self) {
-        if let Some(agent) = self.agent.get_mut().take() {
+        if let Some(agent) = self.agent.take() {
             // The inference thread may be waiting for the GIL in a callback:
             // join it with the GIL released, or both would wait forever.
             // When the interpreter is already gone there is no GIL to release,

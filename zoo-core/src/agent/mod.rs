@@ -3,6 +3,7 @@
 //! cancel flag or reads a copy, so all of them are safe from any thread.
 
 pub(crate) mod handle;
+mod slot;
 mod subagent;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::thread::JoinHandle;
 pub use crate::engine::options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
 pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
+pub use slot::AgentSlot;
 pub use subagent::{SubAgent, SubAgentStep, SubAgentUpdate};
 
 use crate::backend::remote::RemoteBackend;
