@@ -89,71 +89,57 @@ function camelMessage(message) {
 /** A backquoted key or key path (`builtin_tools.workspace`); those with an underscore are renamed. */
 const KEY_IN_MESSAGE = /`((?:[a-z][a-z0-9_]*(?:\[\d+\])*\.)*[a-z][a-z0-9_]*(?:\[\d+\])*)`/g
 
-function toolCall(call) {
-  return { id: call.id, name: call.name, arguments: call.arguments }
-}
+/**
+ * Keys whose values are the user's own data (a tool's arguments and result,
+ * a call's update, a session's metadata): they cross as they are, in either
+ * direction. Every other key of the engine's shapes is renamed.
+ */
+const USER_DATA = new Set(['arguments', 'result', 'update', 'metadata'])
 
-function toMessage(m) {
-  const out = { role: m.role, content: m.content }
-  if (m.tool_calls?.length) out.toolCalls = m.tool_calls.map(toolCall)
-  if (m.tool_call_id != null) out.toolCallId = m.tool_call_id
-  if (m.name != null) out.name = m.name
-  if (m.is_error) out.isError = true
-  if (m.images?.length) out.images = m.images.map((i) => ({ mimeType: i.mime_type, data: i.data }))
+/**
+ * The engine's JSON as Node shows it: every key in camelCase, at every
+ * depth, but inside the user's own data (USER_DATA); values as they are
+ * (`stopReason: 'tool_limit'`). Generic, so a field the engine adds
+ * reaches Node without a change here.
+ */
+function toNode(value) {
+  if (Array.isArray(value)) return value.map(toNode)
+  if (value === null || typeof value !== 'object') return value
+  const out = {}
+  for (const [key, item] of Object.entries(value)) out[camel(key)] = USER_DATA.has(key) ? item : toNode(item)
   return out
-}
-
-function fromMessage(m) {
-  if (m === null || typeof m !== 'object') return m
-  const out = { role: m.role, content: m.content ?? '' }
-  if (m.toolCalls !== undefined) out.tool_calls = m.toolCalls
-  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId
-  if (m.name !== undefined) out.name = m.name
-  if (m.isError !== undefined) out.is_error = m.isError
-  if (Array.isArray(m.images)) {
-    out.images = m.images.map((i) => (i !== null && typeof i === 'object' ? { mime_type: i.mimeType, data: i.data } : i))
-  } else if (m.images !== undefined) out.images = m.images
-  return out
-}
-
-function toolCallRecord(r) {
-  const out = { id: r.id, name: r.name, arguments: r.arguments, durationMs: r.duration_ms }
-  if ('result' in r) out.result = r.result
-  if ('error' in r) out.error = r.error
-  return out
-}
-
-function toolErrorRecord(r) {
-  return { tool: r.tool, kind: r.kind, message: r.message, attempt: r.attempt }
-}
-
-function toResponse(r) {
-  return {
-    text: r.text,
-    stopReason: r.stop_reason,
-    toolCalls: r.tool_calls.map(toolCallRecord),
-    toolErrors: r.tool_errors.map(toolErrorRecord),
-    usage: camelKeys(r.usage),
-    metrics: camelKeys(r.metrics),
-  }
 }
 
 /**
- * An event as Node shows it: the engine's JSON with camelCase keys
- * (`agentId`, `chatId`, `seq`, `durationMs`, `stopReason`), values as they
- * are (`type: 'turn_started'`), a tool's own `arguments` and `result`
- * untouched, and removed messages in the shape `history()` returns.
+ * The reverse of toNode, for what Node hands the engine (messages): keys
+ * in snake_case but inside the user's own data. Anything that is not an
+ * object is left for the engine to refuse, with its own message.
  */
-function toEvent(e) {
+function fromNode(value) {
+  if (Array.isArray(value)) return value.map(fromNode)
+  if (value === null || typeof value !== 'object') return value
   const out = {}
-  for (const [key, value] of Object.entries(e)) {
-    if (key === 'arguments' || key === 'result') out[key] = value
-    else if (key === 'removed') out.removed = value.map(toMessage)
-    else if (key === 'usage') out.usage = camelKeys(value)
-    else out[camel(key)] = value
+  for (const [key, item] of Object.entries(value)) {
+    const name = snake(key)
+    out[name] = USER_DATA.has(name) ? item : fromNode(item)
   }
   return out
 }
+
+/** A history message as Node shows it (`toolCalls`, `toolCallId`, `isError`, `images[].mimeType`). */
+const toMessage = toNode
+
+/** A message from Node, with an empty `content` when it has none. */
+function fromMessage(m) {
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) return m
+  return fromNode({ ...m, content: m.content ?? '' })
+}
+
+/** A response: `stopReason`, `toolCalls[].durationMs`, `usage.promptTokens`, ... */
+const toResponse = toNode
+
+/** An event: `agentId`, `chatId`, `seq`, `durationMs`, removed messages as history() shows them. */
+const toEvent = toNode
 
 /** A log record as Node sees it: `{level, target, message, fields}`, the fields' keys in camelCase. */
 function toLogRecord(r) {
@@ -221,18 +207,8 @@ function mcpTransportJson(transport) {
   return JSON.stringify(out)
 }
 
-function toMcpServerInfo(info) {
-  return {
-    name: info.name,
-    serverName: info.server_name,
-    serverVersion: info.server_version,
-    protocolVersion: info.protocol_version,
-    tools: info.tools,
-    skipped: info.skipped,
-    state: info.state,
-    stateReason: info.state_reason,
-  }
-}
+/** An MCP server's description: `serverName`, `protocolVersion`, `stateReason`, ... */
+const toMcpServerInfo = toNode
 
 module.exports = {
   camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
