@@ -13,15 +13,16 @@
  * release/acquire pair on one address standing for libzoo:
  *   - what a thread did before starting work on the inference thread
  *     (zoo_agent_chat, zoo_agent_chat_async, zoo_agent_register_tool[_with_options],
- *     zoo_agent_free, zoo_chat_free, zoo_chat_cancel, zoo_agent_stop)
- *     happens before the callbacks and tool handlers that work runs;
+ *     zoo_agent_add_builtin_tools, zoo_agent_free, zoo_chat_free, zoo_chat_cancel,
+ *     zoo_agent_stop) happens before the callbacks, tool handlers and
+ *     confirmation callbacks that work runs;
  *   - what the callbacks and tool handlers did happens before a call that
  *     reports them finished returns: zoo_agent_chat (every callback of the
  *     chat has run, free_user_data included), zoo_chat_wait and
  *     zoo_chat_poll when they report the chat done (on_token and on_event
  *     have run; on_complete runs after, so it gets no such edge), and
  *     zoo_agent_free (the inference thread has been joined).
- * Every user callback is called through a trampoline that acquires on entry
+ * Every user callback (a built-in tool's confirmation too) is called through a trampoline that acquires on entry
  * and releases on exit. The one address makes the model coarser than the
  * promise (two agents' callbacks look ordered through it), so it can hide a
  * race but never invent one. What TSan then checks is the C and C++ side:
@@ -115,6 +116,31 @@ static void t_free_tool(void *data) {
     free(t);
 }
 
+/* ---- the built-in tools' confirmation ---- */
+
+typedef struct {
+    zoo_confirm_fn confirm;
+    void *user_data;
+    zoo_free_fn free_user_data;
+} confirm_trampoline;
+
+static bool t_confirm(void *data, const char *tool_name, const char *args, size_t len,
+                      zoo_confirmation *confirmation) {
+    confirm_trampoline *t = data;
+    taking_back();
+    bool allowed = t->confirm(t->user_data, tool_name, args, len, confirmation);
+    handing_over();
+    return allowed;
+}
+
+static void t_free_confirm(void *data) {
+    confirm_trampoline *t = data;
+    taking_back();
+    if (t->free_user_data) t->free_user_data(t->user_data);
+    handing_over();
+    free(t);
+}
+
 /* ---- the wrapped entry points (the linker sends the tests' calls here) ---- */
 
 zoo_status __real_zoo_agent_chat(const zoo_agent *, const char *, const zoo_chat_options *,
@@ -135,6 +161,9 @@ zoo_status __real_zoo_agent_register_tool_with_options(const zoo_agent *, const 
                                                        const char *, const char *,
                                                        const zoo_tool_options *, zoo_tool_fn,
                                                        void *, zoo_free_fn, char **);
+
+zoo_status __real_zoo_agent_add_builtin_tools(const zoo_agent *, const char *, zoo_confirm_fn,
+                                              void *, zoo_free_fn, char **);
 
 zoo_status __wrap_zoo_agent_chat(const zoo_agent *agent, const char *message,
                                  const zoo_chat_options *options,
@@ -233,4 +262,22 @@ zoo_status __wrap_zoo_agent_register_tool_with_options(const zoo_agent *agent, c
     handing_over();
     return __real_zoo_agent_register_tool_with_options(agent, name, description, schema_json,
                                                        options, t_tool, t, t_free_tool, out_error);
+}
+
+/* The built-in tools ask `confirm` on a tool thread. */
+zoo_status __wrap_zoo_agent_add_builtin_tools(const zoo_agent *agent, const char *options_json,
+                                              zoo_confirm_fn confirm, void *user_data,
+                                              zoo_free_fn free_user_data, char **out_error) {
+    if (!confirm) {
+        return __real_zoo_agent_add_builtin_tools(agent, options_json, confirm, user_data,
+                                                  free_user_data, out_error);
+    }
+    confirm_trampoline *t = malloc(sizeof *t);
+    if (!t) abort();
+    t->confirm = confirm;
+    t->user_data = user_data;
+    t->free_user_data = free_user_data;
+    handing_over();
+    return __real_zoo_agent_add_builtin_tools(agent, options_json, t_confirm, t, t_free_confirm,
+                                              out_error);
 }
