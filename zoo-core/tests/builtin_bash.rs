@@ -160,8 +160,12 @@ fn nohup_and_disown_stay_in_the_group_and_setsid_leaves_it() {
         }
     }
     let dir = TempDir::new();
+    // The setsid'd shell writes its pid once it has its own session; the
+    // command waits for that, so the kill at its end finds it gone already.
     let command = "nohup sleep 300 >/dev/null 2>&1 & disown; echo $! > nohup.pid; \
-                   setsid sleep 301 >/dev/null 2>&1 & echo $! > setsid.pid";
+                   setsid sh -c 'echo $$ > setsid.tmp; mv setsid.tmp setsid.pid; exec sleep 301' \
+                   >/dev/null 2>&1 & \
+                   while [ ! -e setsid.pid ]; do sleep 0.01; done";
     let out = call(&bash(&dir, &[]), json!({"command": command})).unwrap();
     assert_eq!(out["details"]["exit_code"], 0);
     let escaped = KillOnDrop(std::fs::read_to_string(dir.0.join("setsid.pid")).unwrap());
