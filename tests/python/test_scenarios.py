@@ -224,12 +224,25 @@ def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str, hook_errors: List[s
         check_error(expect.get("error"), error, at)
     else:
         assert "error" not in expect, f"{at}: want an error, got {response!r}"
+        typed_matches_raw(response, at)
         if "response" in expect:
-            matches(expect["response"], dataclasses.asdict(response), f"{at}.response")
+            matches(expect["response"], response.raw, f"{at}.response")
     if "events" in expect:
         matches([event_pattern(e) for e in expect["events"]], events, f"{at}.events")
     if "hook_errors" in expect:
         matches(expect["hook_errors"], hook_errors, f"{at}.hook_errors")
+
+
+def typed_matches_raw(response: zk.Response, at: str) -> None:
+    """The typed Response holds exactly the engine's JSON: a key the
+    engine adds (or drops) that the dataclasses do not know fails here."""
+    typed = dataclasses.asdict(response)
+    typed.pop("raw")
+    raw = json.loads(json.dumps(response.raw))
+    for call in raw["tool_calls"]:
+        call.setdefault("result", None)
+        call.setdefault("error", None)
+    assert typed == raw, f"{at}: the typed response differs from the engine's JSON:\n{typed}\n{raw}"
 
 
 def scenario_config(scenario: Dict[str, Any]) -> Dict[str, Any]:

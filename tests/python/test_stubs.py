@@ -22,6 +22,15 @@ def test_stub_names_match_the_module():
                 assert f"def {member}(" in text, f"{cls.__name__}.{member} missing from _native.pyi"
 
 
+def test_stub_signatures_match_the_module():
+    """mypy's stubtest compares every class, method and parameter of the
+    stub with the compiled module's own signatures."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "zoo_keeper._native"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_package_type_checks():
     assert STUB.with_name("py.typed").exists()
     example = pathlib.Path(__file__).with_name("typed_example.py")

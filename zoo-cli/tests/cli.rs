@@ -576,7 +576,7 @@ fn chat_keeps_conversations_in_the_users_store_by_default() {
 }
 
 #[test]
-fn models_lists_real_model_files_with_their_metadata_without_loading_them() {
+fn real_model_files_are_listed_with_their_metadata_without_loading_them() {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
     let smol = models.join("SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(
