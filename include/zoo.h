@@ -909,6 +909,7 @@ bool zoo_log_flush(uint32_t timeout_ms);
  * "headers": {"X": "y"}, "timeout_ms": 60000}` (only `url` is required).
  * `timeout_ms` bounds every request (default 60 s); `max_message_bytes`
  * (either kind) bounds every message read from the server (default 16 MiB).
+ * `type` may be left out: `command` means stdio, `url` Streamable HTTP.
  *
  * On success, if `out_info_json` is not NULL, `*out_info_json` is a JSON
  * object `{"name", "server_name", "server_version", "protocol_version",
@@ -924,9 +925,11 @@ bool zoo_log_flush(uint32_t timeout_ms);
  * withdrawn and is listed as `"dead"`.
  *
  * Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or transport, a bad or
- * duplicate name), `ZOO_INVALID_JSON` (a malformed description; the message
- * names the field) or `ZOO_MCP` (the server could not start or answer: the
- * message names the command or URL and what the process wrote on stderr).
+ * duplicate name, a description that cannot work: a missing, unknown or
+ * mistyped key, named with its rule, as in every front door),
+ * `ZOO_INVALID_JSON` (`transport_json` is not JSON) or `ZOO_MCP` (the
+ * server could not start or answer: the message names the command or URL
+ * and what the process wrote on stderr).
  */
 enum zoo_status zoo_agent_add_mcp_server(const struct zoo_agent *agent,
                                          const char *name,

@@ -146,65 +146,15 @@ function toLogRecord(r) {
   return { level: r.level, target: r.target, message: r.message, fields: camelKeys(r.fields) }
 }
 
-// An MCP server description's keys: the engine's name for each and what
-// its value must be. `command` means stdio, `url` Streamable HTTP.
-const MCP_KEYS = {
-  command: ['command', 'string'],
-  args: ['args', 'strings'],
-  env: ['env', 'record'],
-  cwd: ['cwd', 'string'],
-  url: ['url', 'string'],
-  bearerToken: ['bearer_token', 'string'],
-  headers: ['headers', 'record'],
-  timeoutMs: ['timeout_ms', 'milliseconds'],
-  maxMessageBytes: ['max_message_bytes', 'bytes'],
-}
-const MCP_STDIO_KEYS = ['command', 'args', 'env', 'cwd', 'timeoutMs', 'maxMessageBytes']
-const MCP_HTTP_KEYS = ['url', 'bearerToken', 'headers', 'timeoutMs', 'maxMessageBytes']
-
-/** Why `value` is not of `kind` (null when it is). */
-function mcpValueProblem(key, kind, value) {
-  switch (kind) {
-    case 'string':
-      return typeof value === 'string' ? null : `\`${key}\` must be a string`
-    case 'strings':
-      return Array.isArray(value) && value.every((a) => typeof a === 'string') ? null : `\`${key}\` must be an array of strings`
-    case 'record': {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) return `\`${key}\` must be an object of strings`
-      const bad = Object.entries(value).find(([, entry]) => typeof entry !== 'string')
-      return bad ? `\`${key}.${bad[0]}\` must be a string, got ${typeof bad[1]}` : null
-    }
-    case 'bytes':
-      return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (bytes), got ${value}`
-    default:
-      return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (milliseconds), got ${value}`
-  }
-}
-
 /**
  * An MCP server's description (`{command, args, env, cwd, timeoutMs}` or
- * `{url, bearerToken, headers, timeoutMs}`) to the engine's JSON form;
- * returns the JSON or throws the reason it is wrong (a string).
+ * `{url, bearerToken, headers, timeoutMs}`) as the engine's JSON: its own
+ * keys in snake_case (`env` and `headers` stay the user's). The engine
+ * checks it, with the same messages in every language (camelCased back).
+ * Returns undefined for a value JSON has no form for.
  */
 function mcpTransportJson(transport) {
-  if (transport === null || typeof transport !== 'object' || Array.isArray(transport)) {
-    throw 'the transport must be an object: {command, args?, env?, cwd?} or {url, bearerToken?, headers?}'
-  }
-  const given = Object.keys(transport).filter((key) => transport[key] !== undefined)
-  const stdio = given.includes('command')
-  if (stdio === given.includes('url')) throw 'the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)'
-  const allowed = stdio ? MCP_STDIO_KEYS : MCP_HTTP_KEYS
-  const out = { type: stdio ? 'stdio' : 'http' }
-  for (const key of given) {
-    if (!allowed.includes(key)) {
-      throw `unknown key \`${key}\` for ${stdio ? 'a stdio' : 'an HTTP'} server (expected ${allowed.map((k) => `\`${k}\``).join(', ')})`
-    }
-    const [engineKey, kind] = MCP_KEYS[key]
-    const problem = mcpValueProblem(key, kind, transport[key])
-    if (problem) throw problem
-    out[engineKey] = transport[key]
-  }
-  return JSON.stringify(out)
+  return toJson(snakeKeys(transport))
 }
 
 /** An MCP server's description: `serverName`, `protocolVersion`, `stateReason`, ... */

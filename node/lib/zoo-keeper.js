@@ -541,14 +541,16 @@ class Agent {
    */
   async addMcpServer(name, transport) {
     if (typeof name !== 'string') throw invalid('addMcpServer: `name` must be a string')
-    let json
+    // The engine checks the description (null for what JSON cannot hold),
+    // naming the keys in snake_case: camelCased back here.
+    const json = mcpTransportJson(transport) ?? 'null'
+    let info
     try {
-      json = mcpTransportJson(transport)
-    } catch (problem) {
-      if (typeof problem !== 'string') throw problem
-      throw invalid(`addMcpServer: ${problem}`)
+      info = await nativeAsync(() => this.#native.addMcpServer(name, json))
+    } catch (error) {
+      if (error.code === ErrorCode.INVALID_ARGUMENT) error.message = camelMessage(error.message)
+      throw error
     }
-    const info = await nativeAsync(() => this.#native.addMcpServer(name, json))
     return toMcpServerInfo(JSON.parse(info))
   }
 

@@ -87,20 +87,21 @@ def test_startup_failures_and_bad_arguments():
             agent.add_mcp_server("nope", "/nonexistent/zoo-mcp")
         with pytest.raises(zk.InvalidArgumentError):
             agent.add_mcp_server("bad name", sys.executable, args=[FAKE])
-        with pytest.raises(TypeError, match="exactly one"):
-            agent.add_mcp_server("x")
-        with pytest.raises(TypeError, match="exactly one"):
-            agent.add_mcp_server("x", "cmd", url="http://127.0.0.1:1/mcp")
-        with pytest.raises(TypeError, match="apply to url"):
-            agent.add_mcp_server("x", "cmd", bearer_token="t")
-        with pytest.raises(TypeError, match="list of strings"):
-            agent.add_mcp_server("x", "cmd", args="--flag")  # type: ignore[arg-type]
-        with pytest.raises(ValueError, match="timeout"):
-            agent.add_mcp_server("x", "cmd", timeout=0)
-        with pytest.raises(ValueError, match="max_message_bytes"):
-            agent.add_mcp_server("x", "cmd", max_message_bytes=0)
-        with pytest.raises(TypeError, match="max_message_bytes"):
-            agent.add_mcp_server("x", "cmd", max_message_bytes=1.5)  # type: ignore[arg-type]
+        # The engine checks the description: the same error as in C and Node.
+        bad = [
+            ({}, "the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)"),
+            ({"command": "cmd", "url": "http://127.0.0.1:1/mcp"}, "exactly one of `command`"),
+            ({"command": "cmd", "bearer_token": "t"}, "unknown key `bearer_token` for a stdio server"),
+            ({"command": "cmd", "args": "--flag"}, "`args` must be an array of strings"),
+            ({"command": "cmd", "timeout": 0}, "`timeout_ms` must be a positive integer (milliseconds), got 0"),
+            ({"command": "cmd", "max_message_bytes": 0}, "`max_message_bytes` must be a positive integer (bytes), got 0"),
+            ({"command": "cmd", "max_message_bytes": 1.5}, "`max_message_bytes` must be a positive integer (bytes), got 1.5"),
+            ({"url": "ftp://example.com"}, "`url` must start with http:// or https://"),
+        ]
+        for kwargs, message in bad:
+            with pytest.raises(zk.InvalidArgumentError) as info:
+                agent.add_mcp_server("x", **kwargs)  # type: ignore[arg-type]
+            assert message in str(info.value), (kwargs, str(info.value))
         assert agent.mcp_servers == []
 
 
