@@ -407,9 +407,6 @@ class Agent {
     const { model, hooks, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
     const hookFunctions = checkHooks(hooks)
-    if (object && model === undefined && rest.modelPath === undefined && rest.provider === undefined) {
-      throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath`, `model` (a loaded Model) or `provider`')
-    }
     const json = settingsJson(object ? rest : config)
     let nativeAgent
     try {

@@ -105,8 +105,6 @@ class Agent(_HookMethods):
     def __init__(self, model_path: Optional[str] = None, *, model: Optional[Model] = None, **config: Any) -> None:
         if model_path is not None:
             config["model_path"] = str(model_path)
-        if model is None and "model_path" not in config and "provider" not in config:
-            raise TypeError("Agent needs model_path=..., model=Model(...) or provider={...}")
         self._async_tools = _AsyncToolRunner()
         _logs.sync_level()
         self._native = _native.NativeAgent(
