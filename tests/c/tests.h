@@ -100,6 +100,7 @@
     /* test_real.c */                        \
     X(real_model_load_and_metadata, 60)      \
     X(real_quick_chat, 30)                   \
+    X(real_runaway_template, 60)             \
     X(real_streaming, 120)                   \
     X(real_two_agents_share_model, 120)      \
     X(real_tool_required, 180)               \
