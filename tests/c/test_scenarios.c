@@ -741,6 +741,12 @@ static void hook_before_turn(void *user_data, const char *json, size_t len, zoo_
     if (jv_ok(rule) && !thrown(rule, result)) decide(result, "end", NULL, rule);
 }
 
+static void hook_after_turn(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv rule = first_rule(user_data, "after_turn", match_turn, jv_of(json));
+    if (jv_ok(rule)) thrown(rule, result);
+}
+
 static void hook_before_tool_call(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
     (void)len;
     jv rule = first_rule(user_data, "before_tool_call", match_tool, jv_of(json));
@@ -793,6 +799,7 @@ static zoo_hooks scripted_hooks(jv rules, event_log *errors) {
     zoo_hooks hooks = {0};
     if (jv_ok(jv_get(rules, "input_filter"))) hooks.filter_input = hook_input_filter;
     if (jv_ok(jv_get(rules, "before_turn"))) hooks.before_turn = hook_before_turn;
+    if (jv_ok(jv_get(rules, "after_turn"))) hooks.after_turn = hook_after_turn;
     if (jv_ok(jv_get(rules, "before_tool_call"))) hooks.before_tool_call = hook_before_tool_call;
     if (jv_ok(jv_get(rules, "after_tool_call"))) hooks.after_tool_call = hook_after_tool_call;
     if (jv_ok(jv_get(rules, "transform_context"))) hooks.transform_context = hook_transform_context;

@@ -180,6 +180,11 @@ function scriptedHooks(rules, errors) {
       thrown(rule)
       return { action: 'end' }
     },
+    afterTurn: (turn) => {
+      const rule = first('after_turn', (r) => r.turn === undefined || r.turn === turn)
+      if (rule) thrown(rule)
+      return undefined
+    },
     beforeToolCall: (call) => {
       const rule = first('before_tool_call', forTool(call))
       if (!rule) return undefined

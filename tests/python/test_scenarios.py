@@ -164,6 +164,12 @@ def scripted_hooks(rules: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
         thrown(rule)
         return zk.EndChat
 
+    def after_turn(turn: int, text: str) -> Any:
+        rule = first("after_turn", lambda r: r.get("turn", turn) == turn)
+        if rule is not None:
+            thrown(rule)
+        return None
+
     def before_tool_call(call: zk.ToolCall) -> Any:
         rule = first("before_tool_call", lambda r: r.get("tool", call.name) == call.name)
         if rule is None:
@@ -189,7 +195,8 @@ def scripted_hooks(rules: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
         errors.append(str(error))
 
     functions = {
-        "input_filter": input_filter, "before_turn": before_turn, "before_tool_call": before_tool_call,
+        "input_filter": input_filter, "before_turn": before_turn, "after_turn": after_turn,
+        "before_tool_call": before_tool_call,
         "after_tool_call": after_tool_call, "transform_context": transform_context, "on_error": on_error,
     }
     return {name: fn for name, fn in functions.items() if name in rules and rules[name] is not False}

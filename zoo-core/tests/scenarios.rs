@@ -199,6 +199,14 @@ impl Hooks for ScriptedHooks {
         }
     }
 
+    fn after_turn(&self, turn: u32, _text: &str) -> Result<(), String> {
+        let rule = self.rule("after_turn", |r| {
+            r.get("turn")
+                .is_none_or(|t| t.as_u64() == Some(turn.into()))
+        });
+        rule.map_or(Ok(()), Self::thrown)
+    }
+
     fn before_tool_call(&self, call: &ToolCall) -> Result<ToolCallDecision, String> {
         let Some(rule) = self.rule("before_tool_call", |r| Self::for_tool(r, call)) else {
             return Ok(ToolCallDecision::Allow);
@@ -571,9 +579,10 @@ fn check_format(scenario: &Value) -> Result<(), String> {
 
 /// The shape of scripted hooks: each point's rules, a matcher and one action.
 fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
-    const POINTS: [(&str, &[&str]); 5] = [
+    const POINTS: [(&str, &[&str]); 6] = [
         ("input_filter", &["contains", "warn", "reject", "throw"]),
         ("before_turn", &["turn", "end", "throw"]),
+        ("after_turn", &["turn", "throw"]),
         ("before_tool_call", &["tool", "deny", "rewrite", "throw"]),
         ("after_tool_call", &["tool", "replace", "throw"]),
         ("transform_context", &["drop_containing", "throw"]),
