@@ -171,6 +171,21 @@ test('maxMessageBytes: a larger message fails the call, and the server goes on',
   await agent.close()
 })
 
+test('a server that stopped reading fails the call at once and is listed as dead', async () => {
+  // The fake server shuts the reading side of its stdin before it answers
+  // the last tools/list page: the call's write finds no reader and fails at
+  // once, not after its 60 s timeout.
+  const agent = await mockAgent([toolCall('quiet__echo', { text: 'anyone?' }), 'Done.'])
+  await agent.addMcpServer('quiet', { command: PYTHON, args: [FAKE, '--close-stdin'], timeoutMs: 60_000 })
+  const started = Date.now()
+  const response = await agent.chat('go')
+  assert.ok(Date.now() - started < AT_ONCE_MS)
+  assert.equal(response.text, 'Done.')
+  assert.match(response.toolCalls[0].error, /closed its stdin/)
+  assert.equal(agent.mcpServers()[0].state, 'dead')
+  await agent.close()
+})
+
 test('tool-list entries that are no tools are skipped and listed', async () => {
   const agent = await mockAgent([])
   const info = await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE, '--bad-tools'] })

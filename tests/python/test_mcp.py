@@ -148,6 +148,21 @@ def test_max_message_bytes_fails_the_call_and_the_server_goes_on():
         assert agent.mcp_servers[0].state == "running"
 
 
+def test_a_server_that_stopped_reading_fails_the_call_at_once_and_is_dead():
+    # The fake server shuts the reading side of its stdin before it answers
+    # the last tools/list page, so the call's write finds no reader: the
+    # call fails at once (not after its 60 s timeout) and the server's
+    # tools are withdrawn.
+    with mock_agent(tool_call("quiet__echo", {"text": "anyone?"}), "Done.") as agent:
+        agent.add_mcp_server("quiet", sys.executable, args=[FAKE, "--close-stdin"], timeout=60)
+        started = time.monotonic()
+        response = agent.chat("go")
+        assert time.monotonic() - started < AT_ONCE
+        assert response.text == "Done."
+        assert "closed its stdin" in response.tool_calls[0].error
+        assert agent.mcp_servers[0].state == "dead"
+
+
 def test_tool_list_entries_that_are_no_tools_are_skipped_and_listed():
     with mock_agent() as agent:
         info = agent.add_mcp_server("fake", sys.executable, args=[FAKE, "--bad-tools"])
