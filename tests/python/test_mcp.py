@@ -187,6 +187,46 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+FAKE_HTTP = str(ROOT / "tests" / "mcp" / "fake_http_server.py")
+
+
+def start_fake_http(port: int) -> subprocess.Popen:
+    """tests/mcp/fake_http_server.py on `port`, once it listens (it prints
+    its port first; it runs until its stdin closes)."""
+    server = subprocess.Popen(
+        [sys.executable, FAKE_HTTP, "--port", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None
+    assert server.stdout.readline().strip() == str(port)
+    return server
+
+
+def test_an_http_session_is_renewed_when_the_server_restarts_at_the_same_url():
+    # The MCP spec: a client whose session gets 404 starts a new one. The
+    # restarted server knows no old session; the next call renews it.
+    port = free_port()
+    server = start_fake_http(port)
+    try:
+        with mock_agent(
+            tool_call("h__echo", {"text": "before"}), "one", tool_call("h__echo", {"text": "after"}), "two"
+        ) as agent:
+            agent.add_mcp_server("h", url=f"http://127.0.0.1:{port}/mcp", bearer_token="secret", timeout=60)
+            assert agent.chat("go").tool_calls[0].result == "echo: before"
+            server.kill()
+            server.wait()
+            server = start_fake_http(port)
+            call = agent.chat("again").tool_calls[0]
+            assert call.result == "echo: after", call.error
+            assert agent.mcp_servers[0].state == "running"
+    finally:
+        server.kill()
+        server.wait()
+
+
 @pytest.mark.mcp_servers
 def test_everything_over_streamable_http_through_the_agent():
     port = free_port()
