@@ -46,6 +46,7 @@ class Model:
 
     @property
     def path(self) -> str:
+        """The GGUF file the model was loaded from."""
         return self._native.path
 
     @property
@@ -131,6 +132,9 @@ class Agent(_HookMethods):
 
     @property
     def state(self) -> str:
+        """Where the agent is in its life: "idle" (waiting for a chat),
+        "processing" (running one), "cancelling" (after `stop`, while the
+        chat winds down) or "terminated"; AgentNotRunningError once closed."""
         return self._native.state
 
     # -- tools -------------------------------------------------------------
@@ -232,6 +236,7 @@ class Agent(_HookMethods):
         )
 
     def unregister_tool(self, name: str) -> bool:
+        """Removes the tool `name`; returns whether it was registered."""
         return self._native.unregister_tool(name)
 
     # -- built-in tools ----------------------------------------------------
@@ -563,9 +568,13 @@ class Agent(_HookMethods):
         self._native.set_history_json(json.dumps(messages))
 
     def clear_history(self) -> None:
+        """Forgets the conversation, keeping the system prompt. Applies after
+        the chats queued before it."""
         self._native.clear_history()
 
     def set_system_prompt(self, prompt: Optional[str]) -> None:
+        """Sets the system prompt; None removes it. Applies after the chats
+        queued before it."""
         self._native.set_system_prompt(prompt)
 
 

@@ -116,7 +116,9 @@ class Replace:
 
 
 class _EndChatType:
-    """The type of `EndChat`."""
+    """The type of `EndChat`, which a ``before_turn`` hook returns to end the
+    chat before this reply, with stop reason "stop" and the last reply's
+    text. It has one value."""
 
     _instance: Optional["_EndChatType"] = None
 

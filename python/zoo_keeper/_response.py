@@ -81,6 +81,9 @@ class Response:
 
     @classmethod
     def from_json(cls, text: str) -> "Response":
+        """A Response from the engine's JSON (the shape every language
+        shares: C's `zoo_agent_chat` writes it, Rust's `Response::to_json`);
+        every key is kept in `raw`."""
         data: Dict[str, Any] = json.loads(text)
         return cls(
             text=data["text"],
@@ -122,6 +125,9 @@ class Event:
 
     @classmethod
     def from_json(cls, text: str) -> "Event":
+        """An Event from the engine's JSON (what a C `on_event` callback
+        receives): `type`, `agent_id`, `chat_id` and `seq`, the other keys in
+        `data`."""
         return cls._from_dict(json.loads(text))
 
     @classmethod

@@ -34,5 +34,9 @@ def test_stub_signatures_match_the_module():
 def test_package_type_checks():
     assert STUB.with_name("py.typed").exists()
     example = pathlib.Path(__file__).with_name("typed_example.py")
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", str(example)], capture_output=True, text=True)
+    # The package's example too, as a user's code would be checked.
+    user_example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "agent.py"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", str(example), str(user_example)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

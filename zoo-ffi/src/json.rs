@@ -11,9 +11,15 @@ use crate::status::zoo_status;
 /// The string member `key` of the JSON object `json` (a response's `text`
 /// or `stop_reason`), decoded, in `*out_string` (free with
 /// `zoo_string_free`); NULL when the object has no such member or its value
-/// is not a string. `ZOO_INVALID_JSON` when `json` is not JSON or not an
-/// object; `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
-/// UTF-8.
+/// is not a string.
+///
+/// @param json A JSON object.
+/// @param key The member's name.
+/// @param out_string On success, the member's string, or NULL when there is none.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` when `json` is not JSON or not an object, or
+/// `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_json_string_member(
     json: *const c_char,
