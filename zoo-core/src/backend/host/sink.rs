@@ -65,13 +65,17 @@ impl HostSink {
     }
 
     /// Gives one item of the reply; false when the reply has ended and the
-    /// item was dropped.
+    /// item was dropped. An `error` item ends the reply at once: what
+    /// follows it is dropped.
     pub fn emit(&self, output: HostOutput) -> bool {
-        if self.shared.closed.load(Ordering::Acquire) {
-            return false;
-        }
+        let ends = matches!(output, HostOutput::Error { .. });
+        let open = if ends {
+            !self.shared.closed.swap(true, Ordering::AcqRel)
+        } else {
+            !self.shared.closed.load(Ordering::Acquire)
+        };
         // The receiver goes away only once the reply has ended.
-        self.shared.sender.send(Delivery::Output(output)).is_ok()
+        open && self.shared.sender.send(Delivery::Output(output)).is_ok()
     }
 
     /// Gives a piece of the reply's text; false when it was dropped.
