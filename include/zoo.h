@@ -14,7 +14,8 @@
  * - Strings are UTF-8. Text passed to callbacks is pointer + length and is
  *   NOT NUL-terminated; it is valid only during the callback.
  * - Chat callbacks run on the agent's inference thread, in order; tool
- *   handlers on its tool threads (see zoo_tool_fn). Every stored user_data has an optional free_user_data that
+ *   handlers on its tool threads (see zoo_tool_fn); a backend's callbacks
+ *   on its host thread (see zoo_backend). Every stored user_data has an optional free_user_data that
  *   runs exactly once (also when the registration fails).
  * - No Rust panic crosses this boundary: a caught panic is ZOO_INTERNAL.
  */
