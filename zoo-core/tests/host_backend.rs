@@ -547,3 +547,51 @@ fn the_host_runs_on_a_thread_of_the_agents_own() {
     let response = agent.chat("where?", ChatOptions::new()).wait().unwrap();
     assert_eq!(response.text, "Some(\"zoo-host\")");
 }
+
+#[test]
+fn a_fast_host_waits_for_a_slow_chat_and_loses_nothing() {
+    const PIECES: usize = 5_000;
+    let (agent, _) = agent_on(Config::default(), |_, _, sink| {
+        for i in 0..PIECES {
+            assert!(sink.text(format!("{} ", i % 10)));
+        }
+        Ok(())
+    });
+    let seen = Arc::new(Mutex::new(0usize));
+    let counter = Arc::clone(&seen);
+    let response = agent
+        .chat(
+            "Count",
+            // Slower than the host for the first pieces: its emits wait.
+            ChatOptions::new().on_token(move |_| {
+                let mut seen = counter.lock().unwrap();
+                *seen += 1;
+                if *seen < 50 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }),
+        )
+        .wait()
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), PIECES);
+    assert_eq!(response.text.split_whitespace().count(), PIECES);
+}
+
+#[test]
+fn a_reply_past_64_mib_fails() {
+    let (agent, _) = agent_on(Config::default(), |_, _, sink| {
+        let piece = "x".repeat(1024 * 1024);
+        for _ in 0..65 {
+            if !sink.text(piece.as_str()) {
+                return Ok(());
+            }
+        }
+        Err("the engine took more than 64 MiB".into())
+    });
+    let error = agent.chat("Flood", ChatOptions::new()).wait().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "provider host failed: the reply passed 64 MiB without ending"
+    );
+    assert!(agent.history().is_empty());
+}

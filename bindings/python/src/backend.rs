@@ -63,18 +63,32 @@ pub struct NativeBackendSink {
     sink: HostSink,
 }
 
+impl NativeBackendSink {
+    /// Emits an item; when the engine's queue is full, waits without the
+    /// GIL, which the chat's Python callbacks need to drain it.
+    fn put(&self, py: Python<'_>, item: HostOutput) -> bool {
+        match self.sink.try_emit(item) {
+            Ok(taken) => taken,
+            Err(item) => {
+                let sink = self.sink.clone();
+                py.detach(move || sink.emit(item))
+            }
+        }
+    }
+}
+
 #[pymethods]
 impl NativeBackendSink {
     /// Emits a piece of the reply's text; whether it was taken.
-    fn text(&self, text: String) -> bool {
-        self.sink.text(text)
+    fn text(&self, py: Python<'_>, text: String) -> bool {
+        self.put(py, HostOutput::Text { text })
     }
 
     /// Emits one item in its JSON form (`{"type": "tool_call", ...}`);
     /// whether it was taken. Raises `InvalidJsonError` for another shape.
-    fn emit_json(&self, json: &str) -> PyResult<bool> {
+    fn emit_json(&self, py: Python<'_>, json: &str) -> PyResult<bool> {
         let item = HostOutput::from_json(json).map_err(to_py)?;
-        Ok(self.sink.emit(item))
+        Ok(self.put(py, item))
     }
 
     /// Whether the reply is no longer wanted (a stop, the chat's time

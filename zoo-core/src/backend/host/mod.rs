@@ -65,6 +65,10 @@ const CANCEL_POLL: Duration = Duration::from_millis(5);
 /// How errors name a host backend: `provider host failed: ...`.
 const LABEL: &str = "host";
 
+/// The largest reply (text, thinking and call arguments together) taken,
+/// as for remote models: a host that sends more is failing.
+const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+
 /// A model the host provides: what each front door implements (C's
 /// `zoo_backend`, a Python object with `generate`, a Node object with
 /// `generate`). Its calls run on the backend's own thread, one at a time.
@@ -331,6 +335,14 @@ enum Ending {
     Failed(String),
 }
 
+/// The failure of a reply past [`MAX_REPLY_BYTES`].
+fn too_large() -> Ending {
+    Ending::Failed(format!(
+        "the reply passed {} MiB without ending",
+        MAX_REPLY_BYTES / (1024 * 1024)
+    ))
+}
+
 /// A reply as it is read.
 struct Reply<'a> {
     stop: &'a [String],
@@ -339,6 +351,8 @@ struct Reply<'a> {
     calls: Vec<NativeToolCall>,
     usage: Option<HostUsage>,
     finish: FinishReason,
+    /// Bytes of text, thinking and call arguments taken so far.
+    held: usize,
     /// When the first item came, from the start of the request.
     first_item: Option<Duration>,
     started: Instant,
@@ -353,6 +367,7 @@ impl<'a> Reply<'a> {
             calls: Vec::new(),
             usage: None,
             finish: FinishReason::Stop,
+            held: 0,
             first_item: None,
             started,
         }
@@ -363,12 +378,22 @@ impl<'a> Reply<'a> {
         self.first_item
             .get_or_insert_with(|| self.started.elapsed());
         match item {
-            HostOutput::Text { text } => return self.push_text(&text, on_piece),
-            HostOutput::Thinking { text } => self.thinking.push_str(&text),
-            HostOutput::ToolCall { name, arguments } => self.calls.push(NativeToolCall {
-                name,
-                arguments: HostOutput::arguments_text(&arguments),
-            }),
+            HostOutput::Text { text } => {
+                self.held += text.len();
+                if self.held > MAX_REPLY_BYTES {
+                    return Some(too_large());
+                }
+                return self.push_text(&text, on_piece);
+            }
+            HostOutput::Thinking { text } => {
+                self.held += text.len();
+                self.thinking.push_str(&text);
+            }
+            HostOutput::ToolCall { name, arguments } => {
+                let arguments = HostOutput::arguments_text(&arguments);
+                self.held += name.len() + arguments.len();
+                self.calls.push(NativeToolCall { name, arguments });
+            }
             HostOutput::Usage(usage) => self.usage = Some(usage),
             HostOutput::Finish { reason } => {
                 self.finish = match reason {
@@ -378,7 +403,7 @@ impl<'a> Reply<'a> {
             }
             HostOutput::Error { message } => return Some(Ending::Failed(message)),
         }
-        None
+        (self.held > MAX_REPLY_BYTES).then(too_large)
     }
 
     /// Appends a piece of text and streams it, up to the first stop

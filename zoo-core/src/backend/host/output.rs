@@ -109,6 +109,11 @@ impl HostOutput {
         serde_json::to_string(self).unwrap_or_default()
     }
 
+    /// Whether this item ends the reply (an `error`).
+    pub(crate) fn ends_the_reply(&self) -> bool {
+        matches!(self, HostOutput::Error { .. })
+    }
+
     /// The arguments of a `tool_call` as JSON text: a string is taken as
     /// the text the model wrote, anything else is written out.
     pub(crate) fn arguments_text(arguments: &Value) -> String {

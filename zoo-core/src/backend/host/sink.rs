@@ -2,12 +2,17 @@
 //! where it learns that the reply is no longer wanted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::output::HostOutput;
 use crate::cancel::CancelToken;
+
+/// Items a host may have given that the inference thread has not read yet:
+/// past that, an emit waits (a host faster than the chat's callbacks
+/// cannot pile up memory).
+const QUEUE: usize = 1024;
 
 /// What travels from the host to the inference thread, in order.
 pub(crate) enum Delivery {
@@ -32,7 +37,7 @@ pub struct HostSink {
 }
 
 struct Shared {
-    sender: Sender<Delivery>,
+    sender: SyncSender<Delivery>,
     /// Set when the reply has ended; emits are dropped from then on.
     closed: AtomicBool,
     /// Set when the engine no longer wants the reply.
@@ -50,7 +55,7 @@ impl std::fmt::Debug for HostSink {
 impl HostSink {
     /// A sink and the receiving end the inference thread reads.
     pub(crate) fn new() -> (Self, Receiver<Delivery>) {
-        let (sender, receiver) = channel();
+        let (sender, receiver) = sync_channel(QUEUE);
         let shared = Shared {
             sender,
             closed: AtomicBool::new(false),
@@ -66,16 +71,42 @@ impl HostSink {
 
     /// Gives one item of the reply; false when the reply has ended and the
     /// item was dropped. An `error` item ends the reply at once: what
-    /// follows it is dropped.
+    /// follows it is dropped. Waits while the inference thread has
+    /// [`QUEUE`] items still to read.
     pub fn emit(&self, output: HostOutput) -> bool {
-        let ends = matches!(output, HostOutput::Error { .. });
-        let open = if ends {
-            !self.shared.closed.swap(true, Ordering::AcqRel)
-        } else {
-            !self.shared.closed.load(Ordering::Acquire)
-        };
-        // The receiver goes away only once the reply has ended.
-        open && self.shared.sender.send(Delivery::Output(output)).is_ok()
+        match self.try_emit(output) {
+            Ok(taken) => taken,
+            Err(output) => {
+                let ends = output.ends_the_reply();
+                // The receiver goes away once the reply has ended, which
+                // wakes this.
+                let taken = self.shared.sender.send(Delivery::Output(output)).is_ok();
+                if ends {
+                    self.shared.closed.store(true, Ordering::Release);
+                }
+                taken
+            }
+        }
+    }
+
+    /// [`emit`](Self::emit) without waiting: `Err` gives the item back
+    /// when the queue is full, for a front door to wait without the lock
+    /// the inference thread may need (Python's GIL).
+    pub fn try_emit(&self, output: HostOutput) -> Result<bool, HostOutput> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let ends = output.ends_the_reply();
+        match self.shared.sender.try_send(Delivery::Output(output)) {
+            Ok(()) => {
+                if ends {
+                    self.shared.closed.store(true, Ordering::Release);
+                }
+                Ok(true)
+            }
+            Err(TrySendError::Full(Delivery::Output(output))) => Err(output),
+            Err(_) => Ok(false),
+        }
     }
 
     /// Gives a piece of the reply's text; false when it was dropped.
@@ -119,6 +150,8 @@ impl HostSink {
     /// closes the sink: a host that keeps a clone cannot emit any more.
     pub(crate) fn done(&self, result: std::result::Result<(), String>) {
         if !self.shared.closed.swap(true, Ordering::AcqRel) {
+            // Waits for room like an item: the inference thread reads until
+            // this arrives, or drops the receiver.
             let _ = self.shared.sender.send(Delivery::Done(result));
         }
         // Drops the callbacks a front door registered (its handle on the
