@@ -607,6 +607,9 @@ impl Task for CreateAgent {
 /// `{"ok":true}` or `{"ok":false,"error":"..."}`), with `countTokens`
 /// (`messageJson` to the envelope of a number) if it counts.
 #[napi(ts_return_type = "Promise<NativeAgent>")]
+// napi derives the TypeScript declaration from the spelled-out types, so
+// `generate`'s is not hidden behind an alias.
+#[allow(clippy::type_complexity)]
 pub fn create_agent(
     config_json: String,
     model: Option<ClassInstance<'_, NativeModel>>,
