@@ -238,6 +238,23 @@ impl HostBackend {
     }
 }
 
+impl HostBackend {
+    /// Takes the items the host gave before the reply was cut and the
+    /// sink closed (nothing more can arrive), up to a stop string.
+    fn take_queued(
+        deliveries: &Receiver<Delivery>,
+        reply: &mut Reply<'_>,
+        on_piece: &mut dyn FnMut(&str),
+    ) {
+        while let Ok(Delivery::Output(item)) = deliveries.try_recv() {
+            // An error given before the cut does not outweigh the stop.
+            if !matches!(item, HostOutput::Error { .. }) && reply.take(item, on_piece).is_some() {
+                return;
+            }
+        }
+    }
+}
+
 impl Backend for HostBackend {
     fn generate(
         &mut self,
@@ -266,6 +283,10 @@ impl Backend for HostBackend {
         // working sees its token set.
         if !matches!(ending, Ending::Complete) {
             sink.close();
+        }
+        if matches!(ending, Ending::Cut(_)) {
+            // What the host gave before the cut is part of the reply.
+            Self::take_queued(&deliveries, &mut reply, on_piece);
         }
         let finish = match ending {
             Ending::Failed(message) => {
