@@ -16,7 +16,8 @@
  * - Strings are UTF-8. Text passed to callbacks is pointer + length and is
  *   NOT NUL-terminated; it is valid only during the callback.
  * - Chat callbacks run on the agent's inference thread, in order; tool
- *   handlers on its tool threads (see zoo_tool_fn). Every stored user_data has an optional free_user_data that
+ *   handlers on its tool threads (see zoo_tool_fn); a backend's callbacks
+ *   on its host thread (see zoo_backend). Every stored user_data has an optional free_user_data that
  *   runs exactly once (also when the registration fails).
  * - No Rust panic crosses this boundary: a caught panic is ZOO_INTERNAL.
  */
@@ -172,10 +173,30 @@ typedef enum zoo_tool_choice {
 } zoo_tool_choice;
 
 /**
+ * Why a backend's reply ended (the values of `zoo_backend_sink_set_finish`).
+ */
+typedef enum zoo_finish_reason {
+  /**
+   * The model ended its reply (the default).
+   */
+  ZOO_FINISH_STOP = 0,
+  /**
+   * The model's token limit cut the reply.
+   */
+  ZOO_FINISH_LENGTH = 1,
+} zoo_finish_reason;
+
+/**
  * An agent with its own inference thread, context and history. Every
  * function taking a `zoo_agent *` may be called from any thread.
  */
 typedef struct zoo_agent zoo_agent;
+
+/**
+ * Where a backend puts one reply (opaque; valid only during the
+ * `generate` call it is passed to, from any thread).
+ */
+typedef struct zoo_backend_sink zoo_backend_sink;
 
 /**
  * An asynchronous chat. Free it with `zoo_chat_free` (which does not
@@ -219,6 +240,74 @@ typedef struct zoo_tool_context zoo_tool_context;
 typedef struct zoo_tool_result zoo_tool_result;
 
 /**
+ * Generates one reply. Runs on the agent's host thread (one call at a
+ * time, never beside `count_tokens`). `request_json` (`request_len`
+ * bytes, also NUL-terminated, valid only during the call) is the request:
+ * `{"messages", "tools", "tool_choice", "max_tokens", "max_calls", "stop",
+ * "sampling": {"temperature", "top_p", "top_k", "min_p",
+ * "repeat_penalty", "seed"}, "thinking", "stable_prefix",
+ * "time_left_ms"}` (see the README's host backends). Stream the reply
+ * into `sink` with the `zoo_backend_sink_*` functions, from this thread or
+ * others, and return when it is complete; `sink` is valid only until then.
+ * Report a failure with `zoo_backend_sink_set_error`: the chat fails with
+ * `ZOO_PROVIDER_FAILED` and that message. A stop does not wait for the
+ * callback: the chat ends as `cancelled` at once, later emits are dropped
+ * and `zoo_backend_sink_is_cancelled` turns true, so poll it (or wait on
+ * `zoo_backend_sink_wait_cancelled`) and return soon; the agent's next
+ * call waits for this one, and so does `zoo_agent_free`.
+ */
+typedef void (*zoo_backend_generate_fn)(void *user_data,
+                                        const char *request_json,
+                                        size_t request_len,
+                                        const struct zoo_backend_sink *sink);
+
+/**
+ * Counts the tokens one message takes in a prompt, markup included.
+ * Runs on the agent's host thread. `message_json` (`message_len` bytes,
+ * also NUL-terminated, valid only during the call) is one message of the
+ * request's shape. Write the count to `*out_tokens` and return true; false
+ * fails the chat with `ZOO_PROVIDER_FAILED`.
+ */
+typedef bool (*zoo_backend_count_fn)(void *user_data,
+                                     const char *message_json,
+                                     size_t message_len,
+                                     uint32_t *out_tokens);
+
+/**
+ * Frees a `user_data`. Runs exactly once, on whichever thread releases the
+ * last reference (possibly the inference thread).
+ */
+typedef void (*zoo_free_fn)(void *user_data);
+
+/**
+ * A model written in C. Zero-initialise (`zoo_backend b = {0};`) and set
+ * `generate` (required) and what else you need.
+ */
+typedef struct zoo_backend {
+  /**
+   * Generates each reply (required).
+   */
+  zoo_backend_generate_fn generate;
+  /**
+   * Counts the tokens of a message for the history's budget (may be
+   * NULL: the engine then estimates 4 bytes a token plus 4 a message,
+   * as for remote models; set `context_size` a little below the real
+   * window).
+   */
+  zoo_backend_count_fn count_tokens;
+  /**
+   * Passed to every callback.
+   */
+  void *user_data;
+  /**
+   * Frees `user_data` (may be NULL). Runs exactly once: when the agent
+   * is freed (after the last callback returned), or right away if
+   * `zoo_agent_create_with_backend` fails.
+   */
+  zoo_free_fn free_user_data;
+} zoo_backend;
+
+/**
  * Asked before `write_file`, `edit_file` and `bash` run: `tool_name` (NUL-
  * terminated) and the call's arguments as a JSON object
  * (`arguments_len` bytes, also NUL-terminated), both valid only during
@@ -233,12 +322,6 @@ typedef bool (*zoo_confirm_fn)(void *user_data,
                                const char *arguments_json,
                                size_t arguments_len,
                                struct zoo_confirmation *confirmation);
-
-/**
- * Frees a `user_data`. Runs exactly once, on whichever thread releases the
- * last reference (possibly the inference thread).
- */
-typedef void (*zoo_free_fn)(void *user_data);
 
 /**
  * A hook. Runs on the agent's inference thread, one at a time, while a
@@ -764,6 +847,131 @@ enum zoo_status zoo_agent_tools_json(const struct zoo_agent *agent,
 enum zoo_status zoo_agent_add_subagent(const struct zoo_agent *agent,
                                        const char *spec_json,
                                        char **out_error);
+
+/**
+ * Creates an agent on a backend written in C. `config_json` (may be NULL
+ * for the defaults) takes every config key but `model_path`; its
+ * `provider` is unset or `{"type": "host", "thinking": ...}` (the
+ * thinking level each request carries). `backend` is read during the
+ * call and need not outlive it; its `user_data` is kept until
+ * `free_user_data` runs (see `zoo_backend`).
+ *
+ * Returns `ZOO_INVALID_ARGUMENT` (NULL `backend`, `generate` or
+ * `out_agent`), `ZOO_INVALID_JSON` or `ZOO_INVALID_CONFIG` (another
+ * provider is refused).
+ */
+enum zoo_status zoo_agent_create_with_backend(const char *config_json,
+                                              const struct zoo_backend *backend,
+                                              struct zoo_agent **out_agent,
+                                              char **out_error);
+
+/**
+ * Emits a piece of the reply's text: `len` bytes of UTF-8 at `text` (not
+ * necessarily NUL-terminated; whole characters). It streams to the chat's
+ * tokens at once. `*out_accepted` (may be NULL) tells whether it was
+ * taken: false once the reply has ended (a stop, the chat's time limit, a
+ * stop string), when it is dropped. Returns `ZOO_INVALID_ARGUMENT` for a
+ * NULL argument or text that is not UTF-8.
+ */
+enum zoo_status zoo_backend_sink_emit_text(const struct zoo_backend_sink *sink,
+                                           const char *text,
+                                           size_t len,
+                                           bool *out_accepted,
+                                           char **out_error);
+
+/**
+ * Emits a piece of the model's thinking (`len` bytes of UTF-8), which
+ * never enters the reply's text or the history. Arguments and
+ * `*out_accepted` as for `zoo_backend_sink_emit_text`.
+ */
+enum zoo_status zoo_backend_sink_emit_thinking(const struct zoo_backend_sink *sink,
+                                               const char *text,
+                                               size_t len,
+                                               bool *out_accepted,
+                                               char **out_error);
+
+/**
+ * Emits a tool call returned as data: the tool's `name` and its
+ * arguments as JSON text (`arguments_json`, NULL for `{}`), as the model
+ * wrote them. The engine gives the call its id, validates it against the
+ * tool's schema (a bad call goes back to the model to correct) and runs
+ * it once the reply is complete; the calls of a reply cut short are
+ * dropped. `*out_accepted` as for `zoo_backend_sink_emit_text`. Returns
+ * `ZOO_INVALID_ARGUMENT` for a NULL sink or name, or text that is not
+ * UTF-8.
+ */
+enum zoo_status zoo_backend_sink_emit_tool_call(const struct zoo_backend_sink *sink,
+                                                const char *name,
+                                                const char *arguments_json,
+                                                bool *out_accepted,
+                                                char **out_error);
+
+/**
+ * Emits one item of the reply in its JSON form, the shape every language
+ * shares: `{"type": "text", "text": ...}`, `{"type": "thinking", "text":
+ * ...}`, `{"type": "tool_call", "name": ..., "arguments": {...}}`,
+ * `{"type": "usage", "prompt_tokens": N, "cached_tokens": N,
+ * "completion_tokens": N}`, `{"type": "finish", "reason": "stop" |
+ * "length"}` or `{"type": "error", "message": ...}`. `*out_accepted` as
+ * for `zoo_backend_sink_emit_text`. Returns `ZOO_INVALID_JSON` for JSON
+ * of another shape (the message says what was wrong), nothing emitted.
+ */
+enum zoo_status zoo_backend_sink_emit_json(const struct zoo_backend_sink *sink,
+                                           const char *item_json,
+                                           bool *out_accepted,
+                                           char **out_error);
+
+/**
+ * Sets the reply's token counts (the last call counts): prompt tokens
+ * (the cached ones included), prompt tokens read from a cache, and
+ * generated tokens. Without it the counts are estimated. Returns
+ * `ZOO_INVALID_ARGUMENT` for a NULL sink.
+ */
+enum zoo_status zoo_backend_sink_set_usage(const struct zoo_backend_sink *sink,
+                                           uint32_t prompt_tokens,
+                                           uint32_t cached_tokens,
+                                           uint32_t completion_tokens,
+                                           char **out_error);
+
+/**
+ * Sets why the reply ended: a `zoo_finish_reason` value
+ * (`ZOO_FINISH_LENGTH` when the model's own token limit cut it).
+ * Returns `ZOO_INVALID_ARGUMENT` for a NULL sink or another value.
+ */
+enum zoo_status zoo_backend_sink_set_finish(const struct zoo_backend_sink *sink,
+                                            int32_t reason,
+                                            char **out_error);
+
+/**
+ * Fails the reply with `message`: the chat fails with
+ * `ZOO_PROVIDER_FAILED` ("provider host failed: <message>") and its
+ * history is as before; the agent takes the next chat normally. The reply
+ * ends at once: later emits are dropped. Returns `ZOO_INVALID_ARGUMENT`
+ * for a NULL argument or a message that is not UTF-8.
+ */
+enum zoo_status zoo_backend_sink_set_error(const struct zoo_backend_sink *sink,
+                                           const char *message,
+                                           char **out_error);
+
+/**
+ * Writes whether the reply is no longer wanted to `*out_cancelled`: the
+ * chat was stopped, its time limit passed, a stop string ended the text
+ * or an error failed it. Emits are dropped from then on: return soon.
+ */
+enum zoo_status zoo_backend_sink_is_cancelled(const struct zoo_backend_sink *sink,
+                                              bool *out_cancelled,
+                                              char **out_error);
+
+/**
+ * Blocks until the reply is no longer wanted or `timeout_ms` milliseconds
+ * pass (0 looks without waiting) and writes whether it is no longer
+ * wanted to `*out_cancelled`. Returns `ZOO_INVALID_ARGUMENT` for a NULL
+ * argument or a negative `timeout_ms`.
+ */
+enum zoo_status zoo_backend_sink_wait_cancelled(const struct zoo_backend_sink *sink,
+                                                int64_t timeout_ms,
+                                                bool *out_cancelled,
+                                                char **out_error);
 
 /**
  * Adds built-in tools to `agent`. `options_json` is

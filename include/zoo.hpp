@@ -463,6 +463,116 @@ inline void free_confirm(void *user_data) noexcept { delete static_cast<ConfirmF
 
 } // namespace detail
 
+/* ---- backends ---- */
+
+/** Where a backend puts one reply (zoo_backend_sink): a view valid only
+ *  while its generate function runs, from any thread. Each emit returns
+ *  whether it was taken (false once the reply has ended: a stop, the chat's
+ *  time limit, a stop string). Throws zoo::Error for bad input (text that
+ *  is not UTF-8, JSON of another shape). */
+class BackendSink {
+public:
+    explicit BackendSink(const zoo_backend_sink *sink) noexcept : s_(sink) {}
+
+    /** A piece of the reply's text (whole UTF-8 characters). */
+    bool text(std::string_view piece) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_emit_text(s_, piece.data(), piece.size(), &accepted, err.out()),
+                      err);
+        return accepted;
+    }
+
+    /** A piece of the model's thinking, kept out of the text. */
+    bool thinking(std::string_view piece) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(
+            zoo_backend_sink_emit_thinking(s_, piece.data(), piece.size(), &accepted, err.out()), err);
+        return accepted;
+    }
+
+    /** A tool call returned as data: the tool's name and its arguments'
+     *  JSON text as the model wrote them. */
+    bool tool_call(const std::string &name, const std::string &arguments_json) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_emit_tool_call(s_, name.c_str(), arguments_json.c_str(),
+                                                      &accepted, err.out()),
+                      err);
+        return accepted;
+    }
+
+    /** One item in the JSON shape every language shares (see zoo.h). */
+    bool emit_json(const std::string &item_json) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_emit_json(s_, item_json.c_str(), &accepted, err.out()), err);
+        return accepted;
+    }
+
+    /** The reply's token counts. */
+    void usage(uint32_t prompt_tokens, uint32_t cached_tokens, uint32_t completion_tokens) const {
+        detail::LibString err;
+        detail::check(zoo_backend_sink_set_usage(s_, prompt_tokens, cached_tokens,
+                                                 completion_tokens, err.out()),
+                      err);
+    }
+
+    /** Says the model's own token limit cut the reply. */
+    void finish_length() const {
+        detail::LibString err;
+        detail::check(zoo_backend_sink_set_finish(s_, ZOO_FINISH_LENGTH, err.out()), err);
+    }
+
+    /** Whether the reply is no longer wanted: return soon. */
+    bool cancelled() const {
+        bool cancelled = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_is_cancelled(s_, &cancelled, err.out()), err);
+        return cancelled;
+    }
+
+    /** Blocks until the reply is no longer wanted or `timeout` passes. */
+    bool wait_cancelled(std::chrono::milliseconds timeout) const {
+        bool cancelled = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_wait_cancelled(s_, static_cast<int64_t>(timeout.count()),
+                                                      &cancelled, err.out()),
+                      err);
+        return cancelled;
+    }
+
+private:
+    const zoo_backend_sink *s_;
+};
+
+/** A backend written in C++: generates one reply to `request_json` (see
+ *  zoo.h's zoo_backend_generate_fn) into `sink`. It runs on the agent's
+ *  host thread, one call at a time; a thrown exception fails the chat with
+ *  ZOO_PROVIDER_FAILED and its what(). */
+using BackendFn = std::function<void(const std::string &request_json, const BackendSink &sink)>;
+
+namespace detail {
+
+/* Calls a backend; never lets an exception out. */
+inline void call_backend(void *user_data, const char *request, size_t len,
+                         const zoo_backend_sink *sink) noexcept {
+    try {
+        const BackendFn &fn = *static_cast<const BackendFn *>(user_data);
+        fn(std::string(request, len), BackendSink(sink));
+    } catch (const std::exception &e) {
+        if (zoo_backend_sink_set_error(sink, e.what(), nullptr) != ZOO_OK)
+            zoo_backend_sink_set_error(sink, "the backend threw an exception", nullptr);
+    } catch (...) {
+        zoo_backend_sink_set_error(sink, "the backend threw an exception", nullptr);
+    }
+}
+
+inline void free_backend(void *user_data) noexcept { delete static_cast<BackendFn *>(user_data); }
+
+} // namespace detail
+
 /* ---- Model ---- */
 
 /** A loaded GGUF model. Agents created from it keep the weights alive, so
@@ -713,6 +823,29 @@ public:
         zoo_agent *a = nullptr;
         detail::check(zoo_agent_create_mock(detail::c_str_or_null(config_json),
                                             replies_json.c_str(), piece_delay_ms, &a, err.out()),
+                      err);
+        return Agent(a);
+    }
+
+    /** An agent on a backend written in C++: the engine calls `generate`
+     *  on its inference thread for each model reply, and estimates token
+     *  counts (zoo_backend.count_tokens in C counts them).
+     *  @param generate Writes one reply to the BackendSink it is given; an
+     *         exception fails the reply with its what().
+     *  @param config_json The agent's config JSON (empty for the defaults);
+     *         its provider unset or {"type": "host", ...}.
+     *  @return The agent.
+     *  @throws zoo::Error as zoo_agent_create_with_backend fails. */
+    static Agent with_backend(BackendFn generate, const std::string &config_json = {}) {
+        zoo_backend backend{};
+        backend.generate = &detail::call_backend;
+        // libzoo owns the heap copy from here on and frees it exactly once.
+        backend.user_data = new BackendFn(std::move(generate));
+        backend.free_user_data = &detail::free_backend;
+        detail::LibString err;
+        zoo_agent *a = nullptr;
+        detail::check(zoo_agent_create_with_backend(detail::c_str_or_null(config_json), &backend, &a,
+                                                    err.out()),
                       err);
         return Agent(a);
     }

@@ -115,6 +115,8 @@ export interface AgentConfig {
   followUpMode?: QueueMode
   /** What the agent runs on instead of a local model (then no `modelPath`). */
   provider?: Provider
+  /** A model written in JavaScript to run on (then no `modelPath`; `provider` unset or `{type: 'host'}`). */
+  backend?: Backend
   /** The SQLite file conversations are kept in (created if missing). */
   sessionStore?: string | null
   /** The session to continue or start; absent with a `sessionStore` starts a new one. */
@@ -228,8 +230,81 @@ export interface GeminiProvider {
   thinking?: ThinkingLevel
 }
 
+/**
+ * Settings of an agent on a backend written in JavaScript (`Agent.create({backend})`):
+ * the thinking level its requests carry ('off' by default).
+ */
+export interface HostProvider {
+  type: 'host'
+  thinking?: ThinkingLevel
+}
+
 /** What an agent runs on instead of a local model: an object tagged by `type`. */
-export type Provider = MockProvider | OpenAiProvider | AnthropicProvider | GeminiProvider
+export type Provider = MockProvider | OpenAiProvider | AnthropicProvider | GeminiProvider | HostProvider
+
+/** The agent's sampling settings, for a backend to pass on. */
+export interface Sampling {
+  temperature: number
+  topP: number
+  topK: number
+  minP: number
+  repeatPenalty: number
+  seed: number | null
+}
+
+/** One reply for a backend to generate. */
+export interface BackendRequest {
+  /** The conversation, system prompt first, as `agent.history()` gives it. */
+  messages: Message[]
+  /** The tools the model may call (none when it may call none). */
+  tools: { name: string; description: string; parameters: JsonSchema }[]
+  /** 'auto', 'required' (the reply must call a tool), 'none', or the name of the tool it must call. */
+  toolChoice: ToolChoice
+  /** The most tokens the reply may have (null: the model's own limit). */
+  maxTokens: number | null
+  /** The most tool calls the reply may hold. */
+  maxCalls: number
+  /** Strings that end the reply (the agent also cuts the text at the first). */
+  stop: string[]
+  sampling: Sampling
+  /** The `host` provider's thinking level. */
+  thinking: ThinkingLevel
+  /** Leading messages unchanged since the previous request (for a prompt cache). */
+  stablePrefix: number
+  /** Milliseconds left of the chat's `maxDurationMs` (null without one). */
+  timeLeftMs: number | null
+  /** Aborted when the reply is no longer wanted (a stop, the time limit, a stop string). */
+  signal: AbortSignal
+}
+
+/**
+ * An item of a backend's reply: a piece of text, a piece of thinking (kept
+ * out of the text), a tool call returned as data (`arguments` an object or
+ * its JSON text), the reply's token counts, why it ended, or its failure.
+ */
+export type BackendItem =
+  | string
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; text: string }
+  | { type: 'tool_call'; name: string; arguments?: Record<string, unknown> | string }
+  | { type: 'usage'; promptTokens: number; cachedTokens?: number; completionTokens: number }
+  | { type: 'finish'; reason: 'stop' | 'length' }
+  | { type: 'error'; message: string }
+
+/** Gives one item of the reply; false once the reply has ended (it was dropped). */
+export type BackendEmit = (item: BackendItem) => boolean
+
+/**
+ * A model written in JavaScript. `generate` returns an async (or sync)
+ * iterable of the reply's items, or calls `emit` and resolves when done; a
+ * throw or a rejection fails the chat with `providerFailed` (code 17).
+ * `countTokens` (optional) counts the tokens a message takes; without it
+ * the agent estimates.
+ */
+export interface Backend {
+  generate(request: BackendRequest, emit: BackendEmit): AsyncIterable<BackendItem> | Iterable<BackendItem> | Promise<void> | void
+  countTokens?(message: Message): number | Promise<number>
+}
 
 /** How `Model.load` loads a GGUF. */
 export interface ModelLoadOptions {

@@ -29,6 +29,7 @@ function loadBinding() {
 
 const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
+const { backendFunctions } = require('./backend.js')
 const {
   camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 } = require('./convert.js')
@@ -399,18 +400,25 @@ class Agent {
    * `Model` to share. `provider` runs it on something else than a local
    * model, e.g. the scripted mock for testing code without a model file:
    * `{provider: {type: 'mock', replies: ['Hello!', {error: 'boom'}], pieceDelayMs: 5}}`.
+   * `backend` runs it on a model written in JavaScript: an object whose
+   * `generate(request, emit)` returns an (async) iterable of the reply's
+   * items, or calls `emit(item)` and resolves when done (see `Backend` in
+   * the typings); a throw or a rejection fails the chat with
+   * `providerFailed` (code 17), and a stop aborts `request.signal`.
    */
   static async create(config = {}) {
     // Anything but an object goes to the engine as it is, which refuses it
     // in the same words as for C and Python.
     const object = config !== null && typeof config === 'object' && !Array.isArray(config)
-    const { model, hooks, ...rest } = object ? config : {}
+    const { model, hooks, backend, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
     const hookFunctions = checkHooks(hooks)
+    const host = backend === undefined ? { generate: null, countTokens: null } : backendFunctions(backend)
+    if (host.error) throw invalid(host.error)
     const json = settingsJson(object ? rest : config)
     let nativeAgent
     try {
-      nativeAgent = await binding.createAgent(json, model === undefined ? null : Model._native(model))
+      nativeAgent = await binding.createAgent(json, model === undefined ? null : Model._native(model), host.generate, host.countTokens)
     } catch (error) {
       throw configError(error)
     }

@@ -14,6 +14,7 @@ import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _logs, _native
+from ._backend import Backend, backend_callbacks
 from ._mcp import McpServerInfo, transport_json
 from ._hooks import _HookMethods
 from ._native import InvalidArgumentError
@@ -75,10 +76,14 @@ class _AsyncToolRunner:
         loop = self.loop
         if loop is not None and loop.is_running():
             return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
-        private = getattr(self._local, "loop", None)
+        return self.private_loop().run_until_complete(coroutine)
+
+    def private_loop(self) -> asyncio.AbstractEventLoop:
+        """This thread's own loop, made on first use."""
+        private: Optional[asyncio.AbstractEventLoop] = getattr(self._local, "loop", None)
         if private is None:
             private = self._local.loop = asyncio.new_event_loop()
-        return private.run_until_complete(coroutine)
+        return private
 
 
 class Agent(_HookMethods):
@@ -88,7 +93,9 @@ class Agent(_HookMethods):
     config key (`temperature`, `context_size`, `tool_choice`, ...). Use it as a
     context manager, or call `close()`.
 
-    `provider=` runs it on something else than a local model. To test code
+    `provider=` runs it on something else than a local model, and `backend=`
+    on a model written in Python (an object whose `generate(request)` yields
+    the reply's items; see `zoo_keeper.BackendRequest`). To test code
     that uses an agent without a model file, the mock gives scripted replies
     in order (a string is streamed word by word; a tool call is written
     `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`;
@@ -103,16 +110,26 @@ class Agent(_HookMethods):
     run at fixed points of every chat; see `zoo_keeper._hooks`.
     """
 
-    def __init__(self, model_path: Optional[str] = None, *, model: Optional[Model] = None, **config: Any) -> None:
+    def __init__(
+        self,
+        model_path: Optional[str] = None,
+        *,
+        model: Optional[Model] = None,
+        backend: Optional[Backend] = None,
+        **config: Any,
+    ) -> None:
         if model_path is not None:
             config["model_path"] = str(model_path)
         self._async_tools = _AsyncToolRunner()
+        run, count_tokens = backend_callbacks(backend, self._async_tools) if backend is not None else (None, None)
         _logs.sync_level()
         self._native = _native.NativeAgent(
             # json.dumps writes NaN and Infinity for non-finite floats; the
             # core reads them and raises InvalidConfigError naming the key.
             json.dumps(config),
             model._native if model is not None else None,
+            run,
+            count_tokens,
         )
         _LIVE.add(self)
 

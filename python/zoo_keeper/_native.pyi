@@ -26,6 +26,7 @@ __all__ = [
     "NativeAgent",
     "NativeChat",
     "NativeToolContext",
+    "NativeBackendSink",
     "NativeSessionStore",
     "set_log_handler",
     "set_log_level",
@@ -82,8 +83,23 @@ class NativeToolContext:
     def progress(self, text: str) -> bool: ...
 
 @final
+class NativeBackendSink:
+    def text(self, text: str) -> bool: ...
+    def emit_json(self, json: str) -> bool: ...
+    @property
+    def cancelled(self) -> bool: ...
+    def wait_cancelled(self, timeout: Optional[float] = None) -> bool: ...
+    def on_cancel(self, callback: Callable[[], Any]) -> None: ...
+
+@final
 class NativeAgent:
-    def __new__(cls, config_json: str, model: Optional[NativeModel] = None) -> "NativeAgent": ...
+    def __new__(
+        cls,
+        config_json: str,
+        model: Optional[NativeModel] = None,
+        backend: Optional[Callable[[str, NativeBackendSink], None]] = None,
+        count_tokens: Optional[Callable[[str], int]] = None,
+    ) -> "NativeAgent": ...
     def register_tool(
         self,
         name: str,

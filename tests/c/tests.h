@@ -83,8 +83,17 @@
     X(remote_openai_chat, 30)                \
     X(remote_anthropic_chat, 30)             \
     X(remote_gemini_chat, 30)                \
+    /* test_backend.c */                     \
+    X(backend_streams_text_and_usage, 10)    \
+    X(backend_native_tool_call, 10)          \
+    X(backend_failure_is_provider_failed, 10) \
+    X(backend_stop_reaches_the_backend, 15)  \
+    X(backend_emits_from_threads, 15)        \
+    X(backend_counts_tokens, 10)             \
+    X(backend_argument_errors, 10)           \
     /* test_scenarios.c */                   \
     X(scenarios, 60)                         \
+    X(scenarios_on_a_host_backend, 60)       \
     /* test_sessions.c */                    \
     X(sessions_continue_in_a_new_agent, 20)  \
     X(sessions_store_functions, 20)          \

@@ -16,7 +16,7 @@ def test_stub_names_match_the_module():
     public = {n for n in dir(_native) if not n.startswith("_")}
     for name in public:
         assert f"class {name}" in text or f"{name}:" in text or f"def {name}(" in text, f"{name} missing from _native.pyi"
-    for cls in (_native.NativeAgent, _native.NativeModel, _native.NativeChat, _native.NativeToolContext):
+    for cls in (_native.NativeAgent, _native.NativeModel, _native.NativeChat, _native.NativeToolContext, _native.NativeBackendSink):
         for member, _ in inspect.getmembers(cls):
             if not member.startswith("_"):
                 assert f"def {member}(" in text, f"{cls.__name__}.{member} missing from _native.pyi"

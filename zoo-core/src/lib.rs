@@ -60,6 +60,9 @@ pub mod tools;
 pub use agent::{
     Agent, AgentSlot, AgentState, ChatHandle, ChatOptions, SubAgent, SubAgentStep, SubAgentUpdate,
 };
+pub use backend::host::{
+    HostBackend, HostFinish, HostModel, HostOutput, HostProvider, HostRequest, HostSink, HostUsage,
+};
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};
 pub use backend::mock::{MockBackend, MockReply};

@@ -17,14 +17,14 @@ pub struct zoo_agent {
     pub(crate) agent: Agent,
 }
 
-fn config_arg(config_json: *const c_char) -> Result<Config, Error> {
+pub(crate) fn config_arg(config_json: *const c_char) -> Result<Config, Error> {
     match opt_str_arg(config_json, "config_json")? {
         None => Ok(Config::default()),
         Some(json) => Config::from_json(json),
     }
 }
 
-fn boxed(agent: Agent) -> *mut zoo_agent {
+pub(crate) fn boxed(agent: Agent) -> *mut zoo_agent {
     Box::into_raw(Box::new(zoo_agent { agent }))
 }
 

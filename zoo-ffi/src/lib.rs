@@ -19,6 +19,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod agent;
+mod backend;
 mod boundary;
 mod builtin;
 mod chat;
@@ -34,6 +35,7 @@ mod strings;
 mod tool;
 
 pub use agent::*;
+pub use backend::*;
 pub use builtin::*;
 pub use chat::*;
 pub use hooks::*;

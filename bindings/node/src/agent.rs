@@ -25,6 +25,7 @@ use zoo_core::{
 
 use zoo_core::tools::builtin::BuiltinToolsConfig;
 
+use crate::backend::{self, NativeBackendSink, NodeBackend};
 use crate::errors::{integer, message, to_napi, IntoNapi};
 use crate::hooks::NodeHooks;
 use crate::model::NativeModel;
@@ -571,6 +572,7 @@ impl Task for CloseAgent {
 pub struct CreateAgent {
     config: Option<Config>,
     model: Option<zoo_core::Model>,
+    backend: Option<NodeBackend>,
 }
 
 impl Task for CreateAgent {
@@ -579,9 +581,13 @@ impl Task for CreateAgent {
 
     fn compute(&mut self) -> napi::Result<Agent> {
         let config = self.config.take().unwrap_or_default();
-        match self.model.take() {
-            Some(model) => Agent::with_model(model, config),
-            None => Agent::create(config),
+        match (self.model.take(), self.backend.take()) {
+            (Some(_), Some(_)) => Err(Error::InvalidArgument(
+                "an agent runs on a model or on a backend, not both".into(),
+            )),
+            (None, Some(backend)) => Agent::with_host_backend(backend, config),
+            (Some(model), None) => Agent::with_model(model, config),
+            (None, None) => Agent::create(config),
         }
         .napi_err()
     }
@@ -596,16 +602,32 @@ impl Task for CreateAgent {
 /// Starts an agent off the JS thread. `configJson` holds the config keys
 /// (snake_case JSON): a `model_path`, or a `provider` such as the scripted
 /// mock (`{"type": "mock", "replies": [...], "piece_delay_ms": N}`);
-/// `model` shares a loaded model instead.
+/// `model` shares a loaded model instead; `generate(requestJson, sink)` is
+/// the package's wrapper of a backend written in JavaScript (a Promise of
+/// `{"ok":true}` or `{"ok":false,"error":"..."}`), with `countTokens`
+/// (`messageJson` to the envelope of a number) if it counts.
 #[napi(ts_return_type = "Promise<NativeAgent>")]
+// napi derives the TypeScript declaration from the spelled-out types, so
+// `generate`'s is not hidden behind an alias.
+#[allow(clippy::type_complexity)]
 pub fn create_agent(
     config_json: String,
     model: Option<ClassInstance<'_, NativeModel>>,
+    generate: Option<Function<'_, FnArgs<(String, NativeBackendSink)>, Promise<String>>>,
+    count_tokens: Option<Function<'_, String, Promise<String>>>,
 ) -> napi::Result<AsyncTask<CreateAgent>> {
     let config = Config::from_json(&config_json).napi_err()?;
+    let backend = match generate {
+        Some(generate) => Some(NodeBackend {
+            generate: backend::generate_function(generate)?,
+            count: count_tokens.map(tools::tool_function).transpose()?,
+        }),
+        None => None,
+    };
     Ok(AsyncTask::new(CreateAgent {
         config: Some(config),
         model: model.map(|m| m.model.clone()),
+        backend,
     }))
 }
 

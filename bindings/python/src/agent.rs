@@ -13,6 +13,7 @@ use zoo_core::{
 
 use zoo_core::tools::builtin::{confirm_not_callable, BuiltinToolsConfig, ConfirmFn};
 
+use crate::backend::PyBackend;
 use crate::errors::{to_py, IntoPy};
 use crate::hooks::PyHooks;
 use crate::model::NativeModel;
@@ -249,16 +250,33 @@ fn wait_interruptibly(
 impl NativeAgent {
     /// Starts an agent. `config_json` holds the config keys (a `provider`,
     /// such as the scripted mock, or a `model_path`); `model` shares a
-    /// loaded model instead. The GIL is released while the model loads.
+    /// loaded model instead; `backend(request_json, sink)` is a backend
+    /// written in Python (the package's runner of the user's `generate`),
+    /// with `count_tokens(message_json) -> int` if it counts. The GIL is
+    /// released while the model loads.
     #[new]
-    #[pyo3(signature = (config_json, model = None))]
-    fn new(py: Python<'_>, config_json: &str, model: Option<&NativeModel>) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, model = None, backend = None, count_tokens = None))]
+    fn new(
+        py: Python<'_>,
+        config_json: &str,
+        model: Option<&NativeModel>,
+        backend: Option<Py<PyAny>>,
+        count_tokens: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let config = Config::from_json(config_json).py_err()?;
         let model = model.map(|m| m.model.clone());
+        let backend = backend.map(|run| PyBackend {
+            run,
+            count: count_tokens,
+        });
         let agent = py
-            .detach(move || match model {
-                Some(model) => Agent::with_model(model, config),
-                None => Agent::create(config),
+            .detach(move || match (model, backend) {
+                (Some(_), Some(_)) => Err(Error::InvalidArgument(
+                    "an agent runs on a model or on a backend, not both".into(),
+                )),
+                (None, Some(backend)) => Agent::with_host_backend(backend, config),
+                (Some(model), None) => Agent::with_model(model, config),
+                (None, None) => Agent::create(config),
             })
             .py_err()?;
         Ok(NativeAgent {
