@@ -472,9 +472,14 @@ inline void free_confirm(void *user_data) noexcept { delete static_cast<ConfirmF
  *  is not UTF-8, JSON of another shape). */
 class BackendSink {
 public:
+    /** Wraps the sink a backend's generate function was given.
+     *  @param sink The C sink; not owned. */
     explicit BackendSink(const zoo_backend_sink *sink) noexcept : s_(sink) {}
 
-    /** A piece of the reply's text (whole UTF-8 characters). */
+    /** A piece of the reply's text (whole UTF-8 characters).
+     *  @param piece The text.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for text that is not UTF-8. */
     bool text(std::string_view piece) const {
         bool accepted = false;
         detail::LibString err;
@@ -483,7 +488,10 @@ public:
         return accepted;
     }
 
-    /** A piece of the model's thinking, kept out of the text. */
+    /** A piece of the model's thinking, kept out of the text.
+     *  @param piece The thinking.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for text that is not UTF-8. */
     bool thinking(std::string_view piece) const {
         bool accepted = false;
         detail::LibString err;
@@ -492,8 +500,11 @@ public:
         return accepted;
     }
 
-    /** A tool call returned as data: the tool's name and its arguments'
-     *  JSON text as the model wrote them. */
+    /** A tool call returned as data, as the model wrote it.
+     *  @param name The tool's name.
+     *  @param arguments_json The call's arguments as JSON text.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for text that is not UTF-8. */
     bool tool_call(const std::string &name, const std::string &arguments_json) const {
         bool accepted = false;
         detail::LibString err;
@@ -503,7 +514,10 @@ public:
         return accepted;
     }
 
-    /** One item in the JSON shape every language shares (see zoo.h). */
+    /** One item in the JSON shape every language shares (see zoo.h).
+     *  @param item_json The item.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for JSON of another shape. */
     bool emit_json(const std::string &item_json) const {
         bool accepted = false;
         detail::LibString err;
@@ -511,7 +525,11 @@ public:
         return accepted;
     }
 
-    /** The reply's token counts. */
+    /** The reply's token counts.
+     *  @param prompt_tokens The prompt's tokens, the cached ones included.
+     *  @param cached_tokens The prompt tokens read from a cache.
+     *  @param completion_tokens The generated tokens.
+     *  @throws zoo::Error as zoo_backend_sink_set_usage fails. */
     void usage(uint32_t prompt_tokens, uint32_t cached_tokens, uint32_t completion_tokens) const {
         detail::LibString err;
         detail::check(zoo_backend_sink_set_usage(s_, prompt_tokens, cached_tokens,
@@ -519,13 +537,16 @@ public:
                       err);
     }
 
-    /** Says the model's own token limit cut the reply. */
+    /** Says the model's own token limit cut the reply.
+     *  @throws zoo::Error as zoo_backend_sink_set_finish fails. */
     void finish_length() const {
         detail::LibString err;
         detail::check(zoo_backend_sink_set_finish(s_, ZOO_FINISH_LENGTH, err.out()), err);
     }
 
-    /** Whether the reply is no longer wanted: return soon. */
+    /** Whether the reply is no longer wanted: return soon.
+     *  @return True once a stop, a time limit or an error ended it.
+     *  @throws zoo::Error as zoo_backend_sink_is_cancelled fails. */
     bool cancelled() const {
         bool cancelled = false;
         detail::LibString err;
@@ -533,7 +554,10 @@ public:
         return cancelled;
     }
 
-    /** Blocks until the reply is no longer wanted or `timeout` passes. */
+    /** Blocks until the reply is no longer wanted or `timeout` passes.
+     *  @param timeout The longest wait.
+     *  @return Whether the reply is no longer wanted.
+     *  @throws zoo::Error as zoo_backend_sink_wait_cancelled fails. */
     bool wait_cancelled(std::chrono::milliseconds timeout) const {
         bool cancelled = false;
         detail::LibString err;

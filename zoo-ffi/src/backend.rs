@@ -141,6 +141,13 @@ impl HostModel for CBackend {
 /// Returns `ZOO_INVALID_ARGUMENT` (NULL `backend`, `generate` or
 /// `out_agent`), `ZOO_INVALID_JSON` or `ZOO_INVALID_CONFIG` (another
 /// provider is refused).
+///
+/// @param config_json The agent's config JSON, or NULL for the defaults.
+/// @param backend The backend's callbacks and user data.
+/// @param out_agent On success, the agent; free it with `zoo_agent_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or the status named above.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create_with_backend(
     config_json: *const c_char,
@@ -202,6 +209,14 @@ fn emit(sink: &HostSink, output: HostOutput, out_accepted: *mut bool) {
 /// taken: false once the reply has ended (a stop, the chat's time limit, a
 /// stop string), when it is dropped. Returns `ZOO_INVALID_ARGUMENT` for a
 /// NULL argument or text that is not UTF-8.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param text The text's bytes (UTF-8).
+/// @param len The number of bytes at `text`.
+/// @param out_accepted Whether it was taken (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_emit_text(
     sink: *const zoo_backend_sink,
@@ -221,6 +236,14 @@ pub extern "C" fn zoo_backend_sink_emit_text(
 /// Emits a piece of the model's thinking (`len` bytes of UTF-8), which
 /// never enters the reply's text or the history. Arguments and
 /// `*out_accepted` as for `zoo_backend_sink_emit_text`.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param text The thinking's bytes (UTF-8).
+/// @param len The number of bytes at `text`.
+/// @param out_accepted Whether it was taken (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_emit_thinking(
     sink: *const zoo_backend_sink,
@@ -245,6 +268,14 @@ pub extern "C" fn zoo_backend_sink_emit_thinking(
 /// dropped. `*out_accepted` as for `zoo_backend_sink_emit_text`. Returns
 /// `ZOO_INVALID_ARGUMENT` for a NULL sink or name, or text that is not
 /// UTF-8.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param name The tool's name (NUL-terminated UTF-8).
+/// @param arguments_json The call's arguments as JSON text, or NULL for `{}`.
+/// @param out_accepted Whether it was taken (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_emit_tool_call(
     sink: *const zoo_backend_sink,
@@ -271,6 +302,13 @@ pub extern "C" fn zoo_backend_sink_emit_tool_call(
 /// "length"}` or `{"type": "error", "message": ...}`. `*out_accepted` as
 /// for `zoo_backend_sink_emit_text`. Returns `ZOO_INVALID_JSON` for JSON
 /// of another shape (the message says what was wrong), nothing emitted.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param item_json The item, a JSON object of one of the shapes above.
+/// @param out_accepted Whether it was taken (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_emit_json(
     sink: *const zoo_backend_sink,
@@ -290,6 +328,14 @@ pub extern "C" fn zoo_backend_sink_emit_json(
 /// (the cached ones included), prompt tokens read from a cache, and
 /// generated tokens. Without it the counts are estimated. Returns
 /// `ZOO_INVALID_ARGUMENT` for a NULL sink.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param prompt_tokens The prompt's tokens, the cached ones included.
+/// @param cached_tokens The prompt tokens read from a cache.
+/// @param completion_tokens The generated tokens.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_set_usage(
     sink: *const zoo_backend_sink,
@@ -312,6 +358,12 @@ pub extern "C" fn zoo_backend_sink_set_usage(
 /// Sets why the reply ended: a `zoo_finish_reason` value
 /// (`ZOO_FINISH_LENGTH` when the model's own token limit cut it).
 /// Returns `ZOO_INVALID_ARGUMENT` for a NULL sink or another value.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param reason A `zoo_finish_reason` value.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_set_finish(
     sink: *const zoo_backend_sink,
@@ -341,6 +393,12 @@ pub extern "C" fn zoo_backend_sink_set_finish(
 /// history is as before; the agent takes the next chat normally. The reply
 /// ends at once: later emits are dropped. Returns `ZOO_INVALID_ARGUMENT`
 /// for a NULL argument or a message that is not UTF-8.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param message What failed (NUL-terminated UTF-8).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_set_error(
     sink: *const zoo_backend_sink,
@@ -358,6 +416,12 @@ pub extern "C" fn zoo_backend_sink_set_error(
 /// Writes whether the reply is no longer wanted to `*out_cancelled`: the
 /// chat was stopped, its time limit passed, a stop string ended the text
 /// or an error failed it. Emits are dropped from then on: return soon.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param out_cancelled On success, whether the reply is no longer wanted.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_is_cancelled(
     sink: *const zoo_backend_sink,
@@ -375,6 +439,13 @@ pub extern "C" fn zoo_backend_sink_is_cancelled(
 /// pass (0 looks without waiting) and writes whether it is no longer
 /// wanted to `*out_cancelled`. Returns `ZOO_INVALID_ARGUMENT` for a NULL
 /// argument or a negative `timeout_ms`.
+///
+/// @param sink The sink the backend's `generate` was given.
+/// @param timeout_ms The longest wait in milliseconds (0 or more).
+/// @param out_cancelled On success, whether the reply is no longer wanted.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` or `ZOO_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn zoo_backend_sink_wait_cancelled(
     sink: *const zoo_backend_sink,
