@@ -389,7 +389,7 @@ pub extern "C" fn zoo_backend_sink_set_finish(
 }
 
 /// Fails the reply with `message`: the chat fails with
-/// `ZOO_PROVIDER_FAILED` ("provider host failed: <message>") and its
+/// `ZOO_PROVIDER_FAILED` ("provider host failed: " and the message) and its
 /// history is as before; the agent takes the next chat normally. The reply
 /// ends at once: later emits are dropped. Returns `ZOO_INVALID_ARGUMENT`
 /// for a NULL argument or a message that is not UTF-8.

@@ -72,7 +72,7 @@ impl HostSink {
     /// Gives one item of the reply; false when the reply has ended and the
     /// item was dropped. An `error` item ends the reply at once: what
     /// follows it is dropped. Waits while the inference thread has
-    /// [`QUEUE`] items still to read.
+    /// 1024 items (`QUEUE`) still to read.
     pub fn emit(&self, output: HostOutput) -> bool {
         match self.try_emit(output) {
             Ok(taken) => taken,
