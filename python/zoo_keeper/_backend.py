@@ -103,6 +103,8 @@ class ErrorItem(TypedDict):
 
 # What a backend's `generate` yields.
 BackendItem = Union[str, TextItem, ThinkingItem, ToolCallItem, UsageItem, FinishItem, ErrorItem]
+BackendItem.__doc__ = """One item of a reply a backend yields: a `str` (a piece of text) or
+one of the item dicts (text, thinking, tool_call, usage, finish, error)."""
 
 
 class Sampling(TypedDict):
@@ -163,7 +165,9 @@ class Backend(Protocol):
     generator) of `BackendItem`s. It may also have `count_tokens(message:
     dict) -> int`."""
 
-    def generate(self, request: BackendRequest) -> Union[Iterable[BackendItem], AsyncIterable[BackendItem]]: ...
+    def generate(self, request: BackendRequest) -> Union[Iterable[BackendItem], AsyncIterable[BackendItem]]:
+        """Yields the items of one reply to `request`, as they come."""
+        ...
 
 
 class _AsyncRunner(Protocol):
