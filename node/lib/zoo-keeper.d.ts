@@ -235,7 +235,9 @@ export interface GeminiProvider {
  * the thinking level its requests carry ('off' by default).
  */
 export interface HostProvider {
+  /** Always 'host'. */
   type: 'host'
+  /** The thinking level each request carries (default 'off'). */
   thinking?: ThinkingLevel
 }
 
@@ -244,11 +246,17 @@ export type Provider = MockProvider | OpenAiProvider | AnthropicProvider | Gemin
 
 /** The agent's sampling settings, for a backend to pass on. */
 export interface Sampling {
+  /** Randomness (0 is greedy). */
   temperature: number
+  /** Nucleus sampling's probability mass. */
   topP: number
+  /** How many of the likeliest tokens are kept (0: all). */
   topK: number
+  /** The least probability, relative to the likeliest token's, a token may have. */
   minP: number
+  /** The penalty on repeated tokens (1: none). */
   repeatPenalty: number
+  /** The sampler's seed (null: random). */
   seed: number | null
 }
 
@@ -266,6 +274,7 @@ export interface BackendRequest {
   maxCalls: number
   /** Strings that end the reply (the agent also cuts the text at the first). */
   stop: string[]
+  /** The agent's sampling settings. */
   sampling: Sampling
   /** The `host` provider's thinking level. */
   thinking: ThinkingLevel
@@ -302,7 +311,9 @@ export type BackendEmit = (item: BackendItem) => boolean
  * the agent estimates.
  */
 export interface Backend {
+  /** Generates one reply: yields its items, or calls `emit` with each and resolves when done. */
   generate(request: BackendRequest, emit: BackendEmit): AsyncIterable<BackendItem> | Iterable<BackendItem> | Promise<void> | void
+  /** The tokens one message takes (optional; without it the agent estimates). */
   countTokens?(message: Message): number | Promise<number>
 }
 
