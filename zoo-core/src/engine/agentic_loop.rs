@@ -159,6 +159,11 @@ impl Callbacks<'_> {
     }
 }
 
+/// Called with the history each time it is closed (every call answered,
+/// the last message not an unanswered user message): where a session
+/// writes what the chat added so far.
+pub(crate) type Checkpoint<'a> = &'a mut dyn FnMut(&mut History);
+
 /// Runs one chat turn. On `Err` the history is as it was before the turn,
 /// including any turns pruned on the way. A panic in a callback, a tool or
 /// the backend is caught and returned as `Error::Internal`, so the inference
@@ -174,11 +179,13 @@ pub(crate) fn run_turn(
     input: TurnInput,
     callbacks: &mut Callbacks<'_>,
     cancel: &CancelToken,
+    checkpoint: Checkpoint<'_>,
 ) -> Result<Response> {
     let before = history.clone();
     let mut turn = Turn {
         backend,
         history,
+        checkpoint,
         tools,
         runner,
         queues,
@@ -220,6 +227,8 @@ pub(crate) fn run_turn(
 struct Turn<'a, 'cb> {
     backend: &'a mut dyn Backend,
     history: &'a mut History,
+    /// Run when an injected message closes the history (see [`Checkpoint`]).
+    checkpoint: Checkpoint<'a>,
     tools: &'a ToolRegistry,
     runner: &'a mut ToolRunner,
     queues: &'a MessageQueues,
@@ -1142,7 +1151,15 @@ impl Turn<'_, '_> {
             })?;
             tokens = self.backend.count_tokens(&message)?;
         }
-        self.history.push(message, tokens)
+        self.history.push(message, tokens)?;
+        // A reply without calls, or the last result of a reply's calls:
+        // the history can be reopened as it stands, so a session keeps it
+        // now rather than at the chat's end (a crash then loses only the
+        // round in flight). A user message or a call waits for its answer.
+        if self.history.is_closed() {
+            (self.checkpoint)(self.history);
+        }
+        Ok(())
     }
 
     /// Builds the response.

@@ -107,12 +107,7 @@ impl History {
                  add its tool message or leave the call out"
             )));
         }
-        let last = self
-            .entries
-            .iter()
-            .rev()
-            .find(|e| e.message.role != Role::System);
-        if last.is_some_and(|e| e.message.role == Role::User) {
+        if self.last_spoken_role() == Some(Role::User) {
             return Err(Error::InvalidMessageSequence(
                 "the history ends with a user message that has no reply; \
                  a restored history must end with the assistant's reply or a tool result \
@@ -199,6 +194,22 @@ impl History {
         self.entries
             .iter()
             .rposition(|e| e.message.role == Role::User)
+    }
+
+    /// Whether the history could be reopened as it stands: it does not end
+    /// with a user message and every call has its result (what
+    /// [`check_can_continue`](Self::check_can_continue) accepts).
+    pub fn is_closed(&self) -> bool {
+        self.last_spoken_role() != Some(Role::User) && self.unanswered_calls().is_empty()
+    }
+
+    /// The role of the last message that is not a system note.
+    fn last_spoken_role(&self) -> Option<Role> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| e.message.role != Role::System)
+            .map(|e| e.message.role)
     }
 
     /// Checks that the model can answer the history as it stands: there is

@@ -1,6 +1,7 @@
 //! The agent's side of a session: opens the session the config names,
 //! hands its conversation to the history, and writes what the history
-//! committed after each chat and history change.
+//! committed each time it closes a round (see `agentic_loop::Checkpoint`),
+//! after each chat and after each history change.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

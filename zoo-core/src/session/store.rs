@@ -316,7 +316,8 @@ impl SessionStore {
         Ok(id)
     }
 
-    /// Writes what changed at the end of a conversation in one transaction:
+    /// Writes what changed since the last write (a closed round, a chat, a
+    /// history change) in one transaction:
     /// the messages from `stale_from` on are deleted, `messages` are written
     /// at their positions, and the system prompt is set. A process killed
     /// during the write leaves the session as the previous write left it.
