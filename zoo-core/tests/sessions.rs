@@ -148,6 +148,38 @@ fn a_failed_or_cancelled_turn_is_not_written() {
     assert!(roles.len() == 2 || roles.len() == 4, "{roles:?}");
 }
 
+/// A chat that fails after a round was written takes that round out of
+/// the store again: the store holds what the history holds.
+#[test]
+fn a_chat_failing_after_a_written_round_is_taken_out_of_the_store() {
+    let dir = TempDir::new();
+    let config = Config::default().session_store(dir.db()).session("s");
+    let backend = MockBackend::with_script([
+        MockReply::text("fine"),
+        MockReply::tool_call("get_weather", json!({"city": "Oslo"})),
+        MockReply::Fail(zoo_core::Error::InferenceFailed("boom".into())),
+    ]);
+    let agent = agent_on(backend, config);
+    agent.register_tool(weather_tool());
+    chat(&agent, "one");
+    let store = SessionStore::open(dir.db()).unwrap();
+    let written = std::sync::Arc::new(std::sync::Mutex::new(0));
+    let seen = written.clone();
+    let db = dir.db();
+    // When the second reply starts, the first round is in the store.
+    let options = ChatOptions::new().on_event(move |event| {
+        if let EventKind::TurnStarted { turn: 2 } = event.kind {
+            let store = SessionStore::open(&db).unwrap();
+            *seen.lock().unwrap() = store.info("s").unwrap().message_count;
+        }
+    });
+    let err = agent.chat("two", options).wait().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InferenceFailed);
+    assert_eq!(*written.lock().unwrap(), 5, "the round was not written");
+    assert_eq!(store.load("s").unwrap().messages, agent.history());
+    assert_eq!(store.info("s").unwrap().message_count, 2);
+}
+
 #[test]
 fn regenerate_clear_and_set_history_rewrite_the_session() {
     let dir = TempDir::new();
