@@ -413,14 +413,156 @@ fn check_after_kill(db: &str, committed: usize, before: &[Message]) -> Vec<Messa
     messages
 }
 
-/// Spawns this test binary as a crash child running `test`.
+/// Spawns this test binary as a child process running `test` on `db`.
 fn spawn_child(test: &str, db: &str) -> std::process::Child {
+    spawn_child_on(test, db, "")
+}
+
+/// Spawns this test binary as a child process running `test` on `db`
+/// and `session`, its stdin and stdout piped.
+fn spawn_child_on(test: &str, db: &str, session: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env("ZOO_CRASH_CHILD_DB", db)
+        .env("ZOO_CHILD_SESSION", session)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// Reads the child's output until a line ends with `text` (libtest prints
+/// the test's name and its first output on one line); false if it ends.
+fn wait_for_line(lines: &mut impl Iterator<Item = std::io::Result<String>>, text: &str) -> bool {
+    lines.any(|line| line.unwrap().ends_with(text))
+}
+
+/// Chats in one child of the two-process test.
+const CHATS_PER_PROCESS: usize = 150;
+
+/// A child of the two-process test: opens its session, says `ready`, waits
+/// for a line on stdin (so that both children write at once), then runs
+/// its chats, each a tool call and an answer.
+fn writer_child(db: &str, session: &str) {
+    let script = (0..CHATS_PER_PROCESS).flat_map(|_| {
+        [
+            MockReply::tool_call("get_weather", json!({"city": "Oslo"})),
+            MockReply::text("Cold."),
+        ]
+    });
+    let config = Config::default().session_store(db).session(session);
+    let agent = agent_on(MockBackend::with_script(script), config);
+    agent.register_tool(weather_tool());
+    println!("ready");
+    std::io::stdin().read_line(&mut String::new()).unwrap();
+    // Every ten chats, wait for the other process to catch up, reading
+    // the store: the two processes' writes interleave however the OS
+    // schedules them.
+    let other = if session == "a" { "b" } else { "a" };
+    let store = SessionStore::open(db).unwrap();
+    for n in 0..CHATS_PER_PROCESS {
+        chat(&agent, &format!("{session} {n}"));
+        if n % 10 == 9 {
+            let wanted = 4 * (n as u64 + 1);
+            while store.info(other).map_or(0, |info| info.message_count) < wanted {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    println!("done");
+}
+
+/// Two processes write two sessions of one database file at the same
+/// time (in lockstep every ten chats, so their writes interleave): SQLite's
+/// locks serialize their transactions, and each session ends whole and in
+/// order.
+#[test]
+fn two_processes_write_their_own_sessions_at_once() {
+    let test = "two_processes_write_their_own_sessions_at_once";
+    if let Ok(db) = std::env::var("ZOO_CRASH_CHILD_DB") {
+        return writer_child(&db, &std::env::var("ZOO_CHILD_SESSION").unwrap());
+    }
+    let dir = TempDir::new();
+    let mut children: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|session| spawn_child_on(test, &dir.db(), session))
+        .collect();
+    let mut outputs: Vec<_> = children
+        .iter_mut()
+        .map(|child| BufReader::new(child.stdout.take().unwrap()).lines())
+        .collect();
+    for lines in &mut outputs {
+        assert!(wait_for_line(lines, "ready"), "a child did not start");
+    }
+    // Both are open: start them together.
+    for child in &mut children {
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    }
+    for (child, lines) in children.iter_mut().zip(&mut outputs) {
+        assert!(wait_for_line(lines, "done"), "a child failed");
+        assert!(child.wait().unwrap().success());
+    }
+    let store = SessionStore::open(dir.db()).unwrap();
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    for session in ["a", "b"] {
+        let messages = store.load(session).unwrap().messages;
+        assert_eq!(messages.len(), 4 * CHATS_PER_PROCESS, "session {session}");
+        for (n, turn) in messages.chunks(4).enumerate() {
+            assert_eq!(turn[0], Message::user(format!("{session} {n}")));
+            assert_eq!(turn[1].tool_calls[0].id, format!("call_{}", n + 1));
+            assert_eq!(turn[2].tool_call_id, Some(format!("call_{}", n + 1)));
+            assert_eq!(turn[3].content, "Cold.");
+        }
+    }
+}
+
+/// A child that opens session `shared`, says so, and waits to be killed.
+fn holder_child(db: &str) {
+    let config = Config::default().session_store(db).session("shared");
+    let agent = agent_on(MockBackend::new(), config);
+    chat(&agent, "mine");
+    println!("holding");
+    loop {
+        std::thread::park();
+    }
+}
+
+/// A session open in another process is refused with a typed error that
+/// says so (while the store itself stays readable); once that process is
+/// gone, killed without closing anything, the session opens.
+#[test]
+fn a_session_open_in_another_process_is_refused_until_it_ends() {
+    let test = "a_session_open_in_another_process_is_refused_until_it_ends";
+    if let Ok(db) = std::env::var("ZOO_CRASH_CHILD_DB") {
+        return holder_child(&db);
+    }
+    let dir = TempDir::new();
+    let mut child = spawn_child(test, &dir.db());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(wait_for_line(&mut lines, "holding"), "the child failed");
+    let config = Config::default().session_store(dir.db()).session("shared");
+    let err = Agent::with_backend(MockBackend::new(), config.clone()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    assert!(
+        err.to_string().contains("session `shared`")
+            && err
+                .to_string()
+                .contains("open in another agent (of this process or another)"),
+        "{err}"
+    );
+    let store = SessionStore::open(dir.db()).unwrap();
+    assert_eq!(store.load("shared").unwrap().messages.len(), 2);
+    // Another session of the same file opens meanwhile.
+    let other = agent_on(
+        MockBackend::new(),
+        Config::default().session_store(dir.db()).session("other"),
+    );
+    chat(&other, "hello");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let agent = agent_on(MockBackend::new(), config);
+    assert_eq!(agent.history().len(), 2);
+    assert_eq!(chat(&agent, "now mine"), "echo: now mine");
 }
 
 /// SIGKILL at random moments of chats with several tool rounds, many
