@@ -16,7 +16,7 @@ reports that become events.
 """
 
 from ._agent import Agent, ChatStream, Model
-from ._hooks import Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
+from ._hooks import ContextRequest, Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
 from ._logs import TRACE, dropped_logs, flush_logs
 from ._mcp import McpServerInfo
 from ._native import (
@@ -52,6 +52,7 @@ __all__ = [
     "AuthenticationError",
     "ChatStream",
     "ContextOverflowError",
+    "ContextRequest",
     "Deny",
     "EndChat",
     "Event",

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use zoo_core::tools::builtin::{BuiltinOptions, ConfirmFn};
 use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Hooks, InputDecision, Message, SubAgent, Tool,
-    ToolCall, ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
+    Agent, CancelToken, ChatOptions, Config, ContextRequest, Error, Hooks, InputDecision, Message,
+    SubAgent, Tool, ToolCall, ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
 };
 
 /// How long `wait_cancelled` and `cancel_seen` wait at most: only a broken
@@ -236,6 +236,29 @@ impl Hooks for ScriptedHooks {
             .into_iter()
             .filter(|m| !m.content.contains(&part))
             .collect())
+    }
+
+    fn context_strategy(&self, request: &ContextRequest) -> Result<Option<Vec<Message>>, String> {
+        let Some(rule) = self.rule("context_strategy", |_| true) else {
+            return Ok(None);
+        };
+        Self::thrown(rule)?;
+        if rule.get("decline") == Some(&Value::Bool(true)) {
+            return Ok(None);
+        }
+        if rule.get("keep_all") == Some(&Value::Bool(true)) {
+            return Ok(Some(request.messages.clone()));
+        }
+        let last = rule["keep_last"].as_u64().unwrap_or(0) as usize;
+        let start = request.current_turn.saturating_sub(last);
+        let mut kept: Vec<Message> = rule
+            .get("summary")
+            .and_then(Value::as_str)
+            .map(Message::assistant)
+            .into_iter()
+            .collect();
+        kept.extend_from_slice(&request.messages[start..]);
+        Ok(Some(kept))
     }
 
     fn on_error(&self, error: &Error) {
@@ -571,12 +594,16 @@ fn check_format(scenario: &Value) -> Result<(), String> {
 
 /// The shape of scripted hooks: each point's rules, a matcher and one action.
 fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
-    const POINTS: [(&str, &[&str]); 5] = [
+    const POINTS: [(&str, &[&str]); 6] = [
         ("input_filter", &["contains", "warn", "reject", "throw"]),
         ("before_turn", &["turn", "end", "throw"]),
         ("before_tool_call", &["tool", "deny", "rewrite", "throw"]),
         ("after_tool_call", &["tool", "replace", "throw"]),
         ("transform_context", &["drop_containing", "throw"]),
+        (
+            "context_strategy",
+            &["keep_last", "summary", "keep_all", "decline", "throw"],
+        ),
     ];
     let mut keys: Vec<&str> = POINTS.iter().map(|(point, _)| *point).collect();
     keys.push("on_error");
