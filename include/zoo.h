@@ -403,6 +403,23 @@ typedef struct zoo_hooks {
    */
   zoo_hook_fn transform_context;
   /**
+   * Your own context strategy, in place of the config's
+   * `context_strategy`: asked before a reply whenever the history does
+   * not fit its budget. Input `{"messages": [...], "tokens": [11, ...],
+   * "budget": 900, "system_tokens": 30, "current_turn": 8}` (the
+   * messages after the system prompt, each one's tokens as the model
+   * counts them, what the system prompt and the kept messages may take
+   * together, and where the current turn starts); decision: the array of
+   * messages to keep (the system prompt stays by itself), or nothing to
+   * let the config's strategy run. The kept messages must end with the
+   * current turn unchanged, keep every tool call with its result and fit
+   * the budget; new ones (a summary) are counted. A decision that breaks
+   * a rule is a failure: the config's strategy runs, and `on_error`
+   * hears why. The pass is a `history_compacted` event with level
+   * `custom`.
+   */
+  zoo_hook_fn context_strategy;
+  /**
    * A chat failed, or another hook did (see `zoo_hook_error_fn`).
    */
   zoo_hook_error_fn on_error;
@@ -475,7 +492,11 @@ typedef void (*zoo_token_fn)(void *user_data,
  * `type` (`chat_started`, `turn_started`, `turn_finished`,
  * `tool_call_started`, `tool_call_update`, `tool_call_progress`,
  * `tool_call_finished`, `tool_error`,
- * `history_compacted`, `steering_received`, `follow_up_started`,
+ * `history_compacted` (a pass that fitted the history into the window:
+ * `level` `fifo`, `truncate_tool_results`, `summarize`, `drop_middle`,
+ * `keep_newest` or `custom` for a `context_strategy` hook, the `removed`
+ * messages as they were, `tokens_before`, `tokens_after`),
+ * `steering_received`, `follow_up_started`,
  * `input_rejected`, `limit_reached`, `retry` (a remote model's request
  * failed and is tried again: `attempt`, `max_retries`, `delay_ms`,
  * `status`, `reason`), `chat_finished`), the `agent_id`, `chat_id` and `seq`

@@ -71,8 +71,12 @@ export interface AgentConfig {
   threadsBatch?: number
   /** Shift cached keys into place when old turns leave a full window, instead of decoding again (true). */
   contextShift?: boolean
-  /** How the history fits the window: 'fifo' (default) or the compaction cascade. */
-  contextStrategy?: 'fifo' | { compact: { keepRecent?: number; keepFirst?: number; toolResultTokens?: number; targetPercent?: number } }
+  /**
+   * How the history fits the window: 'fifo' (default) or the compaction
+   * cascade; a function is your own strategy (the `contextStrategy` hook,
+   * with 'fifo' for when it declines).
+   */
+  contextStrategy?: 'fifo' | { compact: { keepRecent?: number; keepFirst?: number; toolResultTokens?: number; targetPercent?: number } } | ContextStrategy
   /** Tool results over this many tokens keep their head and tail (0, default: whole). */
   maxToolResultTokens?: number
   /** Layers offloaded to the GPU (0; -1 = all). */
@@ -541,9 +545,34 @@ export interface Hooks {
   afterToolCall?: (call: ToolCall, outcome: ToolOutcome) => HookResult<{ result: unknown }>
   /** Edits the messages sent for the next reply (system prompt first); the stored history is untouched. */
   transformContext?: (messages: Message[]) => HookResult<Message[]>
+  /**
+   * Your own context strategy, in place of the config's, asked whenever the
+   * history does not fit: the messages to keep (ending with the current
+   * turn unchanged, every call with its result, within the budget), or
+   * undefined for the config's strategy. A result that breaks a rule is a
+   * failing hook and the config's strategy runs.
+   */
+  contextStrategy?: ContextStrategy
   /** A chat failed, or a hook did (code 16, internal, naming the hook). A throw here becomes a process warning. */
   onError?: (error: ZooError) => unknown
 }
+
+/** What a `contextStrategy` hook is shown: a conversation that does not fit its budget. */
+export interface ContextRequest {
+  /** The messages after the system prompt, oldest first. */
+  messages: Message[]
+  /** Each message's tokens as the model counts them, in the same order. */
+  tokens: number[]
+  /** What the system prompt and the kept messages may take together. */
+  budget: number
+  /** The system prompt's tokens (0 without one); it stays by itself. */
+  systemTokens: number
+  /** Where the current turn starts: `messages.slice(currentTurn)` must end what is kept, unchanged. */
+  currentTurn: number
+}
+
+/** Your own context strategy: the messages to keep, or undefined for the config's strategy. */
+export type ContextStrategy = (request: ContextRequest) => HookResult<Message[]>
 
 /** One tool call the agent executed (or tried to) during a chat. */
 export interface ToolCallRecord {
@@ -667,7 +696,7 @@ export type AgentEvent = EventIdentity &
     | { type: 'tool_call_progress'; id: string; name: string; text: string }
     | { type: 'tool_call_finished'; id: string; name: string; result?: unknown; error?: string; durationMs: number }
     | ({ type: 'tool_error' } & ToolErrorRecord)
-    | { type: 'history_compacted'; level: 'fifo' | 'truncate_tool_results' | 'summarize' | 'drop_middle' | 'keep_newest'; removed: Message[]; tokensBefore: number; tokensAfter: number }
+    | { type: 'history_compacted'; level: 'fifo' | 'truncate_tool_results' | 'summarize' | 'drop_middle' | 'keep_newest' | 'custom'; removed: Message[]; tokensBefore: number; tokensAfter: number }
     | { type: 'steering_received'; message: string }
     | { type: 'follow_up_started'; message: string }
     | { type: 'input_rejected'; reason: string }

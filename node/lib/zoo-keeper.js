@@ -316,6 +316,7 @@ const HOOKS = {
   beforeToolCall: 'before_tool_call',
   afterToolCall: 'after_tool_call',
   transformContext: 'transform_context',
+  contextStrategy: 'context_strategy',
   onError: 'on_error',
 }
 
@@ -357,6 +358,18 @@ async function runHook(fn, name, input) {
       if (messages === undefined || messages === null) return null
       if (!Array.isArray(messages)) throw new TypeError('the transformContext hook must return an array of messages or undefined')
       return messages.map(fromMessage)
+    }
+    case 'context_strategy': {
+      const kept = await fn({
+        messages: input.messages.map(toMessage),
+        tokens: input.tokens,
+        budget: input.budget,
+        systemTokens: input.system_tokens,
+        currentTurn: input.current_turn,
+      })
+      if (kept === undefined || kept === null) return null
+      if (!Array.isArray(kept)) throw new TypeError('the contextStrategy hook must return an array of messages or undefined')
+      return kept.map(fromMessage)
     }
     default: // on_error
       await fn(new ZooError(input.code, input.message))
@@ -415,6 +428,12 @@ class Agent {
     const hookFunctions = checkHooks(hooks)
     const host = backend === undefined ? { generate: null, countTokens: null } : backendFunctions(backend)
     if (host.error) throw invalid(host.error)
+    // A function as the strategy is the contextStrategy hook; the config
+    // keeps its built-in strategy for when the hook declines.
+    if (typeof rest.contextStrategy === 'function') {
+      hookFunctions.context_strategy ??= rest.contextStrategy
+      delete rest.contextStrategy
+    }
     const json = settingsJson(object ? rest : config)
     let nativeAgent
     try {
@@ -448,6 +467,18 @@ class Agent {
    * - `transformContext(messages)`: the messages sent for the next reply
    *   (system prompt first); return the array to send instead. The stored
    *   history is untouched.
+   * - `contextStrategy(request)`: your own context strategy, in place of
+   *   the config's `contextStrategy`, asked before a reply whenever the
+   *   history does not fit. `request` is `{messages, tokens, budget,
+   *   systemTokens, currentTurn}` (the messages after the system prompt,
+   *   each one's tokens as the model counts them, what the system prompt
+   *   and the kept messages may take, where the current turn starts);
+   *   return the messages to keep, or undefined for the config's strategy.
+   *   They must end with the current turn unchanged, keep every tool call
+   *   with its result and fit the budget (new ones, a summary, are
+   *   counted); anything else is a failing hook and the config's strategy
+   *   runs. The pass is a `history_compacted` event with level 'custom'.
+   *   `Agent.create({contextStrategy: fn})` sets it too.
    * - `onError(error)`: a ZooError when a chat failed, or code 16
    *   (internal) naming a hook that failed.
    * A hook that throws or rejects (or gives a decision of the wrong shape)

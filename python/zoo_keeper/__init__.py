@@ -18,7 +18,7 @@ written in Python (see `BackendRequest`).
 
 from ._agent import Agent, ChatStream, Model
 from ._backend import Backend, BackendItem, BackendRequest
-from ._hooks import Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
+from ._hooks import ContextRequest, Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
 from ._logs import TRACE, dropped_logs, flush_logs
 from ._mcp import McpServerInfo
 from ._native import (
@@ -57,6 +57,7 @@ __all__ = [
     "BackendRequest",
     "ChatStream",
     "ContextOverflowError",
+    "ContextRequest",
     "Deny",
     "EndChat",
     "Event",

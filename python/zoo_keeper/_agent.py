@@ -106,8 +106,10 @@ class Agent(_HookMethods):
 
     Hooks and input filters (`@agent.input_filter`, `@agent.before_turn`,
     `@agent.after_turn`, `@agent.before_tool_call`,
-    `@agent.after_tool_call`, `@agent.transform_context`, `@agent.on_error`)
-    run at fixed points of every chat; see `zoo_keeper._hooks`.
+    `@agent.after_tool_call`, `@agent.transform_context`,
+    `@agent.context_strategy`, `@agent.on_error`) run at fixed points of
+    every chat; see `zoo_keeper._hooks`. `context_strategy=` takes a function
+    too: your own strategy, as the `context_strategy` hook.
     """
 
     def __init__(
@@ -123,6 +125,10 @@ class Agent(_HookMethods):
         self._async_tools = _AsyncToolRunner()
         run, count_tokens = backend_callbacks(backend, self._async_tools) if backend is not None else (None, None)
         _logs.sync_level()
+        # A function as the strategy is the context_strategy hook; the
+        # config keeps its built-in strategy for when the hook declines.
+        strategy = config.get("context_strategy")
+        own_strategy = config.pop("context_strategy") if callable(strategy) else None
         self._native = _native.NativeAgent(
             # json.dumps writes NaN and Infinity for non-finite floats; the
             # core reads them and raises InvalidConfigError naming the key.
@@ -132,6 +138,8 @@ class Agent(_HookMethods):
             count_tokens,
         )
         _LIVE.add(self)
+        if own_strategy is not None:
+            self._set_hook("context_strategy", own_strategy)
 
     # -- lifecycle ---------------------------------------------------------
 

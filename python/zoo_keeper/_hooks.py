@@ -34,6 +34,17 @@ What each hook returns (None always means "change nothing"):
 - ``transform_context(messages)``: the message dicts sent to the model
   for the next reply, system prompt first; return the list to send
   instead, or None. The stored history is never touched.
+- ``context_strategy(request)``: your own context strategy, in place of the
+  config's ``context_strategy``, asked before a reply whenever the history
+  does not fit its budget. ``request`` is a `ContextRequest` (the message
+  dicts after the system prompt, each one's tokens as the model counts
+  them, the budget, the system prompt's tokens and where the current turn
+  starts); return the list of messages to keep, or None to let the config's
+  strategy run. What it keeps must end with the current turn unchanged,
+  keep every tool call with its result and fit the budget (new messages,
+  such as a summary, are counted); anything else counts as a failing hook
+  and the config's strategy runs. The pass is a ``history_compacted`` event
+  with level ``"custom"``. ``Agent(context_strategy=fn)`` sets it too.
 - ``on_error(error)``: a ``ZooError`` when a chat failed, or an
   ``InternalError`` naming the hook when another hook failed.
 
@@ -115,6 +126,24 @@ class Replace:
     value: Any
 
 
+@dataclass(frozen=True)
+class ContextRequest:
+    """What the ``context_strategy`` hook is shown: a conversation that does
+    not fit its budget."""
+
+    #: The message dicts after the system prompt, oldest first.
+    messages: List[Dict[str, Any]]
+    #: Each message's tokens as the model counts them, in the same order.
+    tokens: List[int]
+    #: What the system prompt and the kept messages may take together.
+    budget: int
+    #: The system prompt's tokens (0 without one); it stays by itself.
+    system_tokens: int
+    #: Where the current turn starts: ``messages[current_turn:]`` must end
+    #: what is kept, unchanged.
+    current_turn: int
+
+
 class _EndChatType:
     """The type of `EndChat`, which a ``before_turn`` hook returns to end the
     chat before this reply, with stop reason "stop" and the last reply's
@@ -140,6 +169,7 @@ _AfterTurn = TypeVar("_AfterTurn", bound=Callable[[int, str], Any])
 _BeforeToolCall = TypeVar("_BeforeToolCall", bound=Callable[[ToolCall], Any])
 _AfterToolCall = TypeVar("_AfterToolCall", bound=Callable[[ToolCall, Any, Optional[str]], Any])
 _TransformContext = TypeVar("_TransformContext", bound=Callable[[List[Dict[str, Any]]], Any])
+_ContextStrategy = TypeVar("_ContextStrategy", bound=Callable[[ContextRequest], Any])
 _OnError = TypeVar("_OnError", bound=Callable[[Any], Any])
 
 
@@ -192,6 +222,12 @@ def _transform_context(result: Any) -> Any:
     raise _expected("transform_context", "None or a list of messages", result)
 
 
+def _context_strategy(result: Any) -> Any:
+    if result is None or isinstance(result, list):
+        return result
+    raise _expected("context_strategy", "None or a list of messages", result)
+
+
 def _dispatcher(hooks: Dict[str, Callable[..., Any]], runner: "_AsyncToolRunner") -> Callable[[str, str], Optional[str]]:
     """One function the native side calls for every hook point:
     `dispatch(name, input_json)` returns the decision as JSON, or None."""
@@ -217,6 +253,8 @@ def _dispatcher(hooks: Dict[str, Callable[..., Any]], runner: "_AsyncToolRunner"
             decision = _after_tool_call(run(name, call, data.get("result"), data.get("error")))
         elif name == "transform_context":
             decision = _transform_context(run(name, data["messages"]))
+        elif name == "context_strategy":
+            decision = _context_strategy(run(name, ContextRequest(**data)))
         else:  # on_error
             from ._agent import _error
 
@@ -316,6 +354,14 @@ class _HookMethods:
         reply (the stored history is untouched); returns the list to send,
         or None."""
         self._set_hook("transform_context", fn)
+        return fn
+
+    def context_strategy(self, fn: _ContextStrategy) -> _ContextStrategy:
+        """Decorator: your own context strategy, asked with a
+        `ContextRequest` whenever the history does not fit; returns the
+        message dicts to keep (ending with the current turn), or None for
+        the config's strategy."""
+        self._set_hook("context_strategy", fn)
         return fn
 
     def on_error(self, fn: _OnError) -> _OnError:

@@ -114,7 +114,10 @@ class Event:
     "tool_call_progress" (`data["text"]`) come between its start and its
     finish; a "retry" says a remote model's request failed and is tried again
     after `data["delay_ms"]`, with `attempt`, `max_retries`, `status` and
-    `reason`); `agent_id`, `chat_id` and `seq` say whose event it is and its
+    `reason`; a "history_compacted" has the pass's `level` ("fifo",
+    "truncate_tool_results", "summarize", "drop_middle", "keep_newest" or
+    "custom" for a `context_strategy` hook), the `removed` messages and
+    `tokens_before` and `tokens_after`); `agent_id`, `chat_id` and `seq` say whose event it is and its
     place in the chat; `data` holds the fields of its type."""
 
     type: str

@@ -396,3 +396,92 @@ void test_hooks_per_chat(void) {
     zoo_agent_free(agent);
     CHECK(atomic_load(&agent_st.freed) == 1 && atomic_load(&chat_st.freed) == 1);
 }
+
+/* A context strategy of one's own: what the context_strategy hook saw,
+ * and the history_compacted event the pass made. */
+typedef struct {
+    int calls;
+    double budget, current_turn, first_tokens;
+    long messages;
+    char compacted[4096];
+    atomic_int freed;
+} strategy_state;
+
+/* Keeps a summary it writes, then the current turn. */
+static void keep_current_turn(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    strategy_state *st = user_data;
+    CHECK(jm_valid(json, len));
+    st->calls++;
+    st->messages = jm_count(json, "messages");
+    CHECK(jm_number(json, "budget", &st->budget));
+    CHECK(jm_number(json, "current_turn", &st->current_turn));
+    CHECK(jm_number(json, "tokens.0", &st->first_tokens));
+    char *question = jm_string(json, "messages.8.content");
+    char kept[512];
+    snprintf(kept, sizeof kept,
+             "[{\"role\":\"assistant\",\"content\":\"(four questions before)\"},"
+             "{\"role\":\"user\",\"content\":\"%s\"}]",
+             question ? question : "");
+    free(question);
+    char *err = NULL;
+    CHECK_STATUS(zoo_hook_result_set_json(result, kept, &err), ZOO_OK, err);
+    th_free_string(&err);
+}
+
+static void free_strategy(void *user_data) {
+    strategy_state *st = user_data;
+    atomic_fetch_add(&st->freed, 1);
+}
+
+static void record_compacted(chat_ctx *ctx, const char *json) {
+    char *type = jm_string(json, "type");
+    strategy_state *st = ctx->hook_data;
+    if (type && strcmp(type, "history_compacted") == 0) snprintf(st->compacted, sizeof st->compacted, "%s", json);
+    free(type);
+}
+
+/* The context_strategy hook replaces the config's strategy when the
+ * history does not fit (a mock window of 120 tokens: a budget of 90, each
+ * question 11 tokens and each echo 12, so the fifth question is the first
+ * that does not fit); what it keeps is the history, and
+ * the pass is reported as level custom. Its user_data is freed once. */
+void test_hooks_context_strategy(void) {
+    zoo_agent *agent = NULL;
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_agent_create("{\"provider\":{\"type\":\"mock\"},\"context_size\":120}", &agent, &err),
+                   ZOO_OK, err);
+    strategy_state st = {0};
+    zoo_hooks hooks = {0};
+    hooks.context_strategy = keep_current_turn;
+    hooks.user_data = &st;
+    hooks.free_user_data = free_strategy;
+    REQUIRE_STATUS(zoo_agent_set_hooks(agent, &hooks, &err), ZOO_OK, err);
+    chat_ctx ctx;
+    chat_ctx_init(&ctx);
+    ctx.event_hook = record_compacted;
+    ctx.hook_data = &st;
+    const char *questions[] = {"message number 0 with a few words", "message number 1 with a few words",
+                               "message number 2 with a few words", "message number 3 with a few words",
+                               "message number 4 with a few words"};
+    for (int i = 0; i < 5; i++) zoo_string_free(chat(agent, questions[i], &ctx));
+    CHECK(st.calls == 1);
+    CHECK(st.messages == 9 && st.current_turn == 8);
+    CHECK(st.budget == 90 && st.first_tokens == 11);
+    CHECK_JSON_STR(st.compacted, "level", "custom");
+    double before = 0, after = 0;
+    CHECK(jm_number(st.compacted, "tokens_before", &before) && before == 103);
+    CHECK(jm_number(st.compacted, "tokens_after", &after) && after == 18);
+    CHECK(jm_count(st.compacted, "removed") == 8);
+    char *history = NULL;
+    if (CHECK_STATUS(zoo_agent_history_json(agent, &history, &err), ZOO_OK, err)) {
+        CHECK(jm_count(history, "") == 3);
+        CHECK_JSON_STR(history, "0.content", "(four questions before)");
+        CHECK_JSON_STR(history, "1.content", "message number 4 with a few words");
+        CHECK_JSON_STR(history, "2.content", "echo: message number 4 with a few words");
+    }
+    zoo_string_free(history);
+    chat_ctx_destroy(&ctx);
+    CHECK(atomic_load(&st.freed) == 0);
+    zoo_agent_free(agent);
+    CHECK(atomic_load(&st.freed) == 1);
+}

@@ -782,6 +782,40 @@ static void hook_transform_context(void *user_data, const char *json, size_t len
     free(kept.json);
 }
 
+static void hook_context_strategy(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv input = jv_of(json), messages = jv_get(input, "messages");
+    jv rule = first_rule(user_data, "context_strategy", match_any, input);
+    if (!jv_ok(rule) || thrown(rule, result)) return;
+    if (jv_kind(jv_get(rule, "decline")) == 't') return;
+    long start = 0;
+    if (jv_kind(jv_get(rule, "keep_all")) != 't') {
+        jv last = jv_get(rule, "keep_last");
+        start = (long)jv_num(jv_get(input, "current_turn")) - (jv_ok(last) ? (long)jv_num(last) : 0);
+        if (start < 0) start = 0;
+    }
+    event_log kept = {NULL, 0, 0};
+    char *summary = jv_str(jv_get(rule, "summary"));
+    if (summary) {
+        char *content = json_string(summary, strlen(summary));
+        size_t size = strlen(content) + 40;
+        char *message = malloc(size);
+        snprintf(message, size, "{\"role\":\"assistant\",\"content\":%s}", content);
+        on_event(&kept, message, strlen(message));
+        free(message);
+        free(content);
+        free(summary);
+    }
+    for (long i = start; i < jv_len(messages); i++) {
+        jv message = jv_at(messages, (size_t)i);
+        on_event(&kept, message.p, (size_t)(message.end - message.p));
+    }
+    char *array = log_array(&kept);
+    zoo_hook_result_set_json(result, array, NULL);
+    free(array);
+    free(kept.json);
+}
+
 static void hook_on_error(void *user_data, zoo_status code, const char *message, size_t len) {
     (void)code;
     scripted *h = user_data;
@@ -804,6 +838,7 @@ static zoo_hooks scripted_hooks(jv rules, event_log *errors) {
     if (jv_ok(jv_get(rules, "before_tool_call"))) hooks.before_tool_call = hook_before_tool_call;
     if (jv_ok(jv_get(rules, "after_tool_call"))) hooks.after_tool_call = hook_after_tool_call;
     if (jv_ok(jv_get(rules, "transform_context"))) hooks.transform_context = hook_transform_context;
+    if (jv_ok(jv_get(rules, "context_strategy"))) hooks.context_strategy = hook_context_strategy;
     if (jv_kind(jv_get(rules, "on_error")) == 't') hooks.on_error = hook_on_error;
     hooks.user_data = h;
     hooks.free_user_data = free_scripted;

@@ -76,6 +76,7 @@
     X(hooks_fail_safe, 10)                   \
     X(hooks_argument_errors, 5)              \
     X(hooks_per_chat, 10)                    \
+    X(hooks_context_strategy, 10)            \
     /* test_logs.c */                        \
     X(logs_tool_call_record, 20)             \
     X(logs_levels_and_debug_prompt, 20)      \

@@ -45,3 +45,69 @@ test('compaction reports its levels as history_compacted events', async () => {
   assert.ok(levels.has('truncate_tool_results'), [...levels].join(','))
   await agent.close()
 })
+
+const question = (n) => `message number ${n} with a few words`
+
+test('a contextStrategy function is your own strategy: what it keeps is the history', async () => {
+  const requests = []
+  // A window of 120 tokens: a budget of 90; each question is 11 tokens and each echo 12.
+  const agent = await Agent.create({
+    provider: { type: 'mock' },
+    contextSize: 120,
+    contextStrategy: (request) => {
+      requests.push(request)
+      const { messages, currentTurn } = request
+      return [{ role: 'assistant', content: `(summary of ${currentTurn} messages)` }, ...messages.slice(currentTurn)]
+    },
+  })
+  const compacted = []
+  for (let n = 0; n < 5; n++) {
+    await agent.chat(question(n), { onEvent: (e) => e.type === 'history_compacted' && compacted.push(e) })
+  }
+  assert.equal(requests.length, 1)
+  const [request] = requests
+  assert.equal(request.messages.length, 9)
+  assert.equal(request.currentTurn, 8)
+  assert.equal(request.budget, 90)
+  assert.equal(request.systemTokens, 0)
+  assert.deepEqual(request.tokens, [11, 12, 11, 12, 11, 12, 11, 12, 11])
+  assert.equal(compacted.length, 1)
+  assert.equal(compacted[0].level, 'custom')
+  assert.equal(compacted[0].tokensBefore, 103)
+  // "(summary of 8 messages)" is 4 words and the markup's 4.
+  assert.equal(compacted[0].tokensAfter, 8 + 11)
+  assert.equal(compacted[0].removed.length, 8)
+  assert.deepEqual(agent.history().map((m) => m.content), [
+    '(summary of 8 messages)',
+    question(4),
+    `echo: ${question(4)}`,
+  ])
+  await agent.close()
+})
+
+test('a contextStrategy hook that breaks a rule or throws fails safe: fifo runs and onError hears why', async () => {
+  const errors = []
+  let answer = (request) => request.messages // everything: over the budget
+  const agent = await Agent.create({
+    provider: { type: 'mock' },
+    contextSize: 120,
+    hooks: {
+      contextStrategy: (request) => answer(request),
+      onError: (error) => errors.push(error.message),
+    },
+  })
+  const levels = []
+  const chat = (n) => agent.chat(question(n), { onEvent: (e) => e.type === 'history_compacted' && levels.push(e.level) })
+  for (let n = 0; n < 5; n++) await chat(n)
+  assert.deepEqual(levels, ['fifo'])
+  assert.deepEqual(errors, [
+    'internal error: the context_strategy hook failed: the messages it returned take 103 tokens with the system prompt, over the budget of 90',
+  ])
+  answer = () => {
+    throw new Error('no strategy today')
+  }
+  await chat(5)
+  assert.deepEqual(levels, ['fifo', 'fifo'])
+  assert.match(errors[1], /the context_strategy hook failed: .*no strategy today/)
+  await agent.close()
+})

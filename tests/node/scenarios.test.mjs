@@ -205,6 +205,16 @@ function scriptedHooks(rules, errors) {
       thrown(rule)
       return messages.filter((m) => !(m.content ?? '').includes(rule.drop_containing))
     },
+    contextStrategy: (request) => {
+      const rule = first('context_strategy', () => true)
+      if (!rule) return undefined
+      thrown(rule)
+      if (rule.decline) return undefined
+      if (rule.keep_all) return request.messages
+      const start = Math.max(request.currentTurn - (rule.keep_last ?? 0), 0)
+      const summary = rule.summary !== undefined ? [{ role: 'assistant', content: rule.summary }] : []
+      return [...summary, ...request.messages.slice(start)]
+    },
     onError: (error) => errors.push(error.message),
   }
   const hooks = {}

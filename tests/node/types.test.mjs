@@ -184,6 +184,32 @@ test('logs and per-chat hooks type-check, and their misuse does not', () => {
   assert.match(output, /bad_logs\.ts\(3,/)
 })
 
+test('a context strategy of your own type-checks, and a wrong one does not', () => {
+  const ok = typecheckLines('strategy.ts', [
+    "import { Agent, type ContextRequest, type Message } from 'zoo-keeper'",
+    'const keep = (request: ContextRequest): Message[] => [',
+    "  { role: 'assistant', content: `(${request.currentTurn} messages, ${request.tokens.length} counted, budget ${request.budget - request.systemTokens})` },",
+    '  ...request.messages.slice(request.currentTurn),',
+    ']',
+    'async function f(): Promise<void> {',
+    "  const agent = await Agent.create({ provider: { type: 'mock' }, contextStrategy: keep })",
+    '  agent.setHooks({ contextStrategy: async () => undefined })',
+    "  await agent.chat('hi', { onEvent: (e) => { if (e.type === 'history_compacted' && e.level === 'custom') console.log(e.tokensAfter) } })",
+    '}',
+    'void f',
+  ])
+  assert.equal(ok.status, 0, ok.stdout + ok.stderr)
+  const bad = typecheckLines('bad_strategy.ts', [
+    "import { Agent } from 'zoo-keeper'",
+    "void Agent.create({ provider: { type: 'mock' }, contextStrategy: (request: { messages: string }) => request.messages })",
+    "void Agent.create({ provider: { type: 'mock' }, contextStrategy: () => 'fifo' })",
+  ])
+  assert.notEqual(bad.status, 0)
+  const output = bad.stdout + bad.stderr
+  assert.match(output, /bad_strategy\.ts\(2,/)
+  assert.match(output, /bad_strategy\.ts\(3,/)
+})
+
 test('built-in tools, tool outputs and images type-check, and misuse does not', () => {
   const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }))

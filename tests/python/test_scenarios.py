@@ -194,13 +194,26 @@ def scripted_hooks(rules: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
         thrown(rule)
         return [m for m in messages if rule["drop_containing"] not in m.get("content", "")]
 
+    def context_strategy(request: zk.ContextRequest) -> Any:
+        rule = first("context_strategy", lambda r: True)
+        if rule is None:
+            return None
+        thrown(rule)
+        if rule.get("decline"):
+            return None
+        if rule.get("keep_all"):
+            return request.messages
+        start = max(request.current_turn - rule.get("keep_last", 0), 0)
+        summary = [{"role": "assistant", "content": rule["summary"]}] if "summary" in rule else []
+        return summary + request.messages[start:]
+
     def on_error(error: Exception) -> None:
         errors.append(str(error))
 
     functions = {
         "input_filter": input_filter, "before_turn": before_turn, "after_turn": after_turn,
-        "before_tool_call": before_tool_call,
-        "after_tool_call": after_tool_call, "transform_context": transform_context, "on_error": on_error,
+        "before_tool_call": before_tool_call, "after_tool_call": after_tool_call,
+        "transform_context": transform_context, "context_strategy": context_strategy, "on_error": on_error,
     }
     return {name: fn for name, fn in functions.items() if name in rules and rules[name] is not False}
 

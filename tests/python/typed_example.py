@@ -42,7 +42,14 @@ def run(path: str) -> Optional[str]:
         def check(message: str) -> Optional[zk.Reject]:
             return zk.Reject("empty") if not message else None
 
+        @agent.context_strategy
+        def keep_turn(request: zk.ContextRequest) -> Optional[List[Dict[str, Any]]]:
+            if request.budget - request.system_tokens < sum(request.tokens[request.current_turn :]):
+                return None
+            return request.messages[request.current_turn :]
+
         denied: Optional[zk.Deny] = guard(zk.ToolCall(id="1", name="save", arguments={}))
+        assert keep_turn(zk.ContextRequest(messages=[], tokens=[], budget=10, system_tokens=0, current_turn=0)) == []
         assert denied is not None and check("hi") is None
 
         # Built-in tools with a confirmation (sync or async).

@@ -72,7 +72,7 @@ pub use backend::remote::{
 pub use backend::{Backend, RetryInfo};
 pub use cancel::CancelToken;
 pub use config::{Config, QueueMode, TemplateChoice, ToolChoice, ToolExecution};
-pub use engine::hooks::{Hooks, InputDecision, ToolCallDecision, TurnDecision};
+pub use engine::hooks::{ContextRequest, Hooks, InputDecision, ToolCallDecision, TurnDecision};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{AgentEvent, EventKind};
 pub use logs::{LogHandler, LogLevel, LogRecord};

@@ -1029,7 +1029,8 @@ fn a_full_window_shifts_the_kept_history_instead_of_decoding_it_again() {
 }
 
 /// A session reopened by a new agent on the same model: with its KV
-/// snapshot the first reply decodes only the new message, and its greedy
+/// snapshot (of more than 512 tokens, past Gemma 3's sliding window) the
+/// first reply decodes only the new message, and its greedy
 /// text equals what a fresh agent given the same history writes. A
 /// snapshot of another window is refused and the reply is the same again.
 fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
@@ -1044,7 +1045,7 @@ fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
         .session("resume");
     let story = "The lighthouse keeper wrote in his log every evening, and the sea kept \
                  its own log of storms. "
-        .repeat(20);
+        .repeat(30);
     let first = Agent::with_model(model.clone(), config.clone()).unwrap();
     first.chat(story, ChatOptions::new()).wait().unwrap();
     let history = first.history();
@@ -1059,8 +1060,9 @@ fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
     let reply = resumed.chat(follow_up, ChatOptions::new()).wait().unwrap();
     drop(resumed);
     let new_tokens = reply.usage.prompt_tokens - reply.usage.cached_tokens;
+    // Past Gemma 3's 512-token sliding window, on both models.
     assert!(
-        reply.usage.cached_tokens > 400 && new_tokens < 60,
+        reply.usage.cached_tokens > 512 && new_tokens < 60,
         "the resumed agent decoded {new_tokens} of {} prompt tokens",
         reply.usage.prompt_tokens
     );
@@ -1089,6 +1091,129 @@ fn a_resumed_session_decodes_only_what_is_new_and_answers_as_a_fresh_agent() {
 fn a_resumed_session_on_gemma3_past_its_sliding_window_answers_as_a_fresh_agent() {
     let _serial = serial();
     resume_matches_a_fresh_decode(&gemma3(), "gemma3");
+}
+
+/// A fresh folder for a test's session store, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("zoo-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Opens `config`'s session in a new agent on `model` and answers
+/// `follow_up`: the reply, which must have decoded its whole prompt, and
+/// must equal a fresh agent's reply to `history` and `follow_up`.
+fn resumes_by_decoding(model: &Model, config: &Config, history: &[Message], follow_up: &str) {
+    let resumed = Agent::with_model(model.clone(), config.clone()).unwrap();
+    let reply = resumed.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    drop(resumed);
+    assert_eq!(
+        reply.usage.cached_tokens, 0,
+        "a snapshot that should be refused was loaded: {:?}",
+        reply.usage
+    );
+    let fresh = Agent::with_model(model.clone(), greedy().max_tokens(16)).unwrap();
+    fresh.set_history(history.to_vec()).unwrap();
+    let expected = fresh.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    assert_eq!(reply.text, expected.text);
+}
+
+/// A snapshot damaged on disk (bytes changed inside its state, or cut
+/// short) is refused by its checksum: the resumed agent decodes the whole
+/// history again and answers as a fresh agent does, never from a damaged
+/// cache.
+#[test]
+fn a_damaged_snapshot_falls_back_to_a_full_decode() {
+    let _serial = serial();
+    let model = smollm2();
+    let scratch = Scratch::new("damaged-snapshot");
+    let db = scratch.path("chats.db").to_string_lossy().into_owned();
+    let config = greedy()
+        .max_tokens(16)
+        .session_store(db.clone())
+        .session("s");
+    let first = Agent::with_model(model.clone(), config.clone()).unwrap();
+    first
+        .chat(
+            "Tell me about lighthouses in two sentences.",
+            ChatOptions::new(),
+        )
+        .wait()
+        .unwrap();
+    let history = first.history();
+    drop(first);
+    let snapshot = zoo_core::SessionStore::open(&db)
+        .unwrap()
+        .snapshot_path("s");
+    let good = std::fs::read(&snapshot).unwrap();
+    let fingerprint = snapshot.with_extension("kv.fingerprint");
+    let good_fingerprint = std::fs::read(&fingerprint).unwrap();
+    let follow_up = "And who keeps them?";
+
+    // A few bytes changed in the middle of the state data.
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    for byte in &mut flipped[middle..middle + 64] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(&snapshot, &flipped).unwrap();
+    resumes_by_decoding(&model, &config, &history, follow_up);
+
+    // The file cut in half.
+    std::fs::write(&fingerprint, &good_fingerprint).unwrap();
+    std::fs::write(&snapshot, &good[..good.len() / 2]).unwrap();
+    resumes_by_decoding(&model, &config, &history, follow_up);
+}
+
+/// A snapshot of another model file at the same path (the file was
+/// replaced) is refused: the new model decodes the history itself.
+#[test]
+fn a_snapshot_of_a_replaced_model_file_falls_back_to_a_full_decode() {
+    let _serial = serial();
+    let scratch = Scratch::new("replaced-model");
+    let model_file = scratch.path("model.gguf");
+    std::fs::copy(smollm2_path(), &model_file).unwrap();
+    let db = scratch.path("chats.db").to_string_lossy().into_owned();
+    let config = greedy()
+        .max_tokens(16)
+        .session_store(db.clone())
+        .session("s");
+    let history = {
+        let before = Model::load(&model_file, ModelParams::default()).unwrap();
+        let first = Agent::with_model(before, config.clone()).unwrap();
+        first
+            .chat(
+                "Tell me about lighthouses in two sentences.",
+                ChatOptions::new(),
+            )
+            .wait()
+            .unwrap();
+        first.history()
+    };
+    let store = zoo_core::SessionStore::open(&db).unwrap();
+    assert!(store.snapshot_path("s").exists());
+    // Another model renamed into place (a new file, as an update writes
+    // it; the old one may still be mapped).
+    let replacement = scratch.path("model.gguf.new");
+    std::fs::copy(model_path("gemma-3-270m-q4_k_m.gguf"), &replacement).unwrap();
+    std::fs::rename(&replacement, &model_file).unwrap();
+    let after = Model::load(&model_file, ModelParams::default()).unwrap();
+    resumes_by_decoding(&after, &config, &history, "And who keeps them?");
 }
 
 /// A sub-agent without a provider runs on the parent's loaded model, with
@@ -1359,4 +1484,55 @@ fn a_parallel_reply_runs_its_two_calls_at_once() {
         })
         .collect();
     assert_eq!(order[..4], ["started", "started", "finished", "finished"]);
+}
+
+/// Gemma 3 past its 512-token sliding window with a full 640-token
+/// window: old turns are dropped every turn and the cells of what stays
+/// are shifted into place (the cache keeps every position, `swa_full`,
+/// so it can shift). Each shifted turn's greedy reply equals a fresh
+/// agent's, which decodes the same kept history from nothing.
+#[test]
+fn gemma3_shifted_turns_answer_as_a_fresh_decode() {
+    let _serial = serial();
+    let model = gemma3();
+    let config = greedy()
+        .context_size(640)
+        .max_tokens(24)
+        .system_prompt("You are the keeper's assistant. Answer each question about the notes.");
+    let agent = Agent::with_model(model.clone(), config.clone()).unwrap();
+    let colours = [
+        "amber", "birch", "cobalt", "dune", "ember", "fjord", "garnet", "harbor",
+    ];
+    let mut shifted = 0;
+    for turn in 0..15 {
+        let prompt = format!(
+            "Note {turn}: at dawn a ship painted {} passed the {} rocks; its captain waved \
+             twice and sailed north. Question: what colour was the ship in note {}?",
+            colours[turn % 8],
+            colours[(turn * 3 + 1) % 8],
+            turn.saturating_sub(2)
+        );
+        let before = agent.history();
+        let reply = agent
+            .chat(prompt.as_str(), ChatOptions::new())
+            .wait()
+            .unwrap();
+        // A turn that dropped old turns and still took most of its prompt
+        // from the cache was shifted (the system prompt alone is ~30).
+        let usage = reply.usage;
+        if agent.history().len() < before.len() + 2 && usage.cached_tokens > usage.prompt_tokens / 2
+        {
+            assert!(usage.prompt_tokens > 512, "{usage:?}");
+            let fresh = Agent::with_model(model.clone(), config.clone()).unwrap();
+            fresh.set_history(before).unwrap();
+            let expected = fresh
+                .chat(prompt.as_str(), ChatOptions::new())
+                .wait()
+                .unwrap();
+            assert_eq!(expected.usage.cached_tokens, 0);
+            assert_eq!(reply.text, expected.text, "turn {turn}");
+            shifted += 1;
+        }
+    }
+    assert!(shifted >= 5, "only {shifted} turns were shifted");
 }

@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use zoo_core::tools::builtin::{BuiltinOptions, ConfirmFn};
 use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Hooks, HostModel, HostOutput, HostRequest,
-    HostSink, HostUsage, InputDecision, Message, MockBackend, Role, SubAgent, Tool, ToolCall,
-    ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
+    Agent, CancelToken, ChatOptions, Config, ContextRequest, Error, Hooks, HostModel, HostOutput,
+    HostRequest, HostSink, HostUsage, InputDecision, Message, MockBackend, Role, SubAgent, Tool,
+    ToolCall, ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
 };
 
 /// How long `wait_cancelled` and `cancel_seen` wait at most: only a broken
@@ -246,6 +246,29 @@ impl Hooks for ScriptedHooks {
             .into_iter()
             .filter(|m| !m.content.contains(&part))
             .collect())
+    }
+
+    fn context_strategy(&self, request: &ContextRequest) -> Result<Option<Vec<Message>>, String> {
+        let Some(rule) = self.rule("context_strategy", |_| true) else {
+            return Ok(None);
+        };
+        Self::thrown(rule)?;
+        if rule.get("decline") == Some(&Value::Bool(true)) {
+            return Ok(None);
+        }
+        if rule.get("keep_all") == Some(&Value::Bool(true)) {
+            return Ok(Some(request.messages.clone()));
+        }
+        let last = rule["keep_last"].as_u64().unwrap_or(0) as usize;
+        let start = request.current_turn.saturating_sub(last);
+        let mut kept: Vec<Message> = rule
+            .get("summary")
+            .and_then(Value::as_str)
+            .map(Message::assistant)
+            .into_iter()
+            .collect();
+        kept.extend_from_slice(&request.messages[start..]);
+        Ok(Some(kept))
     }
 
     fn on_error(&self, error: &Error) {
@@ -588,6 +611,10 @@ fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
         ("before_tool_call", &["tool", "deny", "rewrite", "throw"]),
         ("after_tool_call", &["tool", "replace", "throw"]),
         ("transform_context", &["drop_containing", "throw"]),
+        (
+            "context_strategy",
+            &["keep_last", "summary", "keep_all", "decline", "throw"],
+        ),
     ];
     let mut keys: Vec<&str> = POINTS.iter().map(|(point, _)| *point).collect();
     keys.push("on_error");

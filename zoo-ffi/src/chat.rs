@@ -25,7 +25,11 @@ pub type zoo_token_fn =
 /// `type` (`chat_started`, `turn_started`, `turn_finished`,
 /// `tool_call_started`, `tool_call_update`, `tool_call_progress`,
 /// `tool_call_finished`, `tool_error`,
-/// `history_compacted`, `steering_received`, `follow_up_started`,
+/// `history_compacted` (a pass that fitted the history into the window:
+/// `level` `fifo`, `truncate_tool_results`, `summarize`, `drop_middle`,
+/// `keep_newest` or `custom` for a `context_strategy` hook, the `removed`
+/// messages as they were, `tokens_before`, `tokens_after`),
+/// `steering_received`, `follow_up_started`,
 /// `input_rejected`, `limit_reached`, `retry` (a remote model's request
 /// failed and is tried again: `attempt`, `max_retries`, `delay_ms`,
 /// `status`, `reason`), `chat_finished`), the `agent_id`, `chat_id` and `seq`

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
-use zoo_core::{Error, Hooks, InputDecision, Message, ToolCall, ToolCallDecision, TurnDecision};
+use zoo_core::{
+    ContextRequest, Error, Hooks, InputDecision, Message, ToolCall, ToolCallDecision, TurnDecision,
+};
 
 use crate::agent::zoo_agent;
 use crate::boundary::{guard, handle_arg, str_arg, FfiResult};
@@ -89,6 +91,21 @@ pub struct zoo_hooks {
     /// `{"messages": [{"role": "user", "content": "..."}, ...]}`
     /// (the history's shape); decision: the array of messages to send.
     pub transform_context: zoo_hook_fn,
+    /// Your own context strategy, in place of the config's
+    /// `context_strategy`: asked before a reply whenever the history does
+    /// not fit its budget. Input `{"messages": [...], "tokens": [11, ...],
+    /// "budget": 900, "system_tokens": 30, "current_turn": 8}` (the
+    /// messages after the system prompt, each one's tokens as the model
+    /// counts them, what the system prompt and the kept messages may take
+    /// together, and where the current turn starts); decision: the array of
+    /// messages to keep (the system prompt stays by itself), or nothing to
+    /// let the config's strategy run. The kept messages must end with the
+    /// current turn unchanged, keep every tool call with its result and fit
+    /// the budget; new ones (a summary) are counted. A decision that breaks
+    /// a rule is a failure: the config's strategy runs, and `on_error`
+    /// hears why. The pass is a `history_compacted` event with level
+    /// `custom`.
+    pub context_strategy: zoo_hook_fn,
     /// A chat failed, or another hook did (see `zoo_hook_error_fn`).
     pub on_error: zoo_hook_error_fn,
     /// Passed to every callback.
@@ -107,6 +124,7 @@ struct CHooks {
     before_tool_call: zoo_hook_fn,
     after_tool_call: zoo_hook_fn,
     transform_context: zoo_hook_fn,
+    context_strategy: zoo_hook_fn,
     on_error: zoo_hook_error_fn,
     data: Arc<UserData>,
 }
@@ -184,6 +202,15 @@ impl Hooks for CHooks {
         }
     }
 
+    fn context_strategy(&self, request: &ContextRequest) -> Result<Option<Vec<Message>>, String> {
+        match self.call(self.context_strategy, || json!(request))? {
+            None => Ok(None),
+            Some(kept) => serde_json::from_value(kept)
+                .map(Some)
+                .map_err(|e| format!("the messages it returned are not valid: {e}")),
+        }
+    }
+
     fn on_error(&self, error: &Error) {
         let Some(hook) = self.on_error else {
             return;
@@ -235,6 +262,7 @@ pub(crate) fn adopt_hooks(hooks: *const zoo_hooks) -> Option<Arc<dyn Hooks>> {
         before_tool_call: hooks.before_tool_call,
         after_tool_call: hooks.after_tool_call,
         transform_context: hooks.transform_context,
+        context_strategy: hooks.context_strategy,
         on_error: hooks.on_error,
         data: UserData::new(hooks.user_data, hooks.free_user_data),
     }))

@@ -9,19 +9,22 @@
 
 use pyo3::prelude::*;
 use serde_json::{json, Value};
-use zoo_core::{Error, Hooks, InputDecision, Message, ToolCall, ToolCallDecision, TurnDecision};
+use zoo_core::{
+    ContextRequest, Error, Hooks, InputDecision, Message, ToolCall, ToolCallDecision, TurnDecision,
+};
 
 use crate::agent::describe;
 use crate::thread_state;
 
 /// The hook points, by the names the dispatcher is called with.
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "input_filter",
     "before_turn",
     "after_turn",
     "before_tool_call",
     "after_tool_call",
     "transform_context",
+    "context_strategy",
     "on_error",
 ];
 
@@ -138,6 +141,15 @@ impl Hooks for PyHooks {
         match self.call("transform_context", || json!({ "messages": &messages }))? {
             None => Ok(messages),
             Some(edited) => serde_json::from_value(edited)
+                .map_err(|e| format!("the messages it returned are not valid: {e}")),
+        }
+    }
+
+    fn context_strategy(&self, request: &ContextRequest) -> Result<Option<Vec<Message>>, String> {
+        match self.call("context_strategy", || json!(request))? {
+            None => Ok(None),
+            Some(kept) => serde_json::from_value(kept)
+                .map(Some)
                 .map_err(|e| format!("the messages it returned are not valid: {e}")),
         }
     }

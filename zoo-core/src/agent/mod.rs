@@ -191,6 +191,11 @@ impl Agent {
         match &config.provider {
             Some(Provider::Mock(mock)) => {
                 let backend = mock.backend();
+                // The mock's window is the config's, as a model's is (0,
+                // "the model's own", keeps the mock's 4096).
+                if config.context_size > 0 {
+                    backend.set_context_size(config.context_size);
+                }
                 Self::on_backend(backend, config)
             }
             Some(Provider::OpenAi(openai)) => {

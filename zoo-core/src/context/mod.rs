@@ -5,6 +5,7 @@
 
 mod cascade;
 mod cut;
+mod host;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +13,7 @@ use crate::message::Message;
 
 pub use cascade::{compact, drop_oldest_turns, Compaction};
 pub use cut::cut_middle;
+pub use host::{adopt, Refusal};
 
 /// A message of the window with its exact token count.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +81,9 @@ pub enum CompactionLevel {
     DropMiddle,
     /// Level 4, the last resort: the newest messages that fit.
     KeepNewest,
+    /// The host's own strategy (the `context_strategy` hook) chose what
+    /// stays.
+    Custom,
 }
 
 /// One pass of a compaction: its level, the messages it removed or

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::history::History;
-use super::hooks::{self, Hooks, InputDecision, ToolCallDecision, TurnDecision};
+use super::hooks::{self, ContextRequest, Hooks, InputDecision, ToolCallDecision, TurnDecision};
 use super::limits::{LimitHit, Limits};
 use super::steering::{MessageQueues, QueueMode};
 use super::stream_filter::StreamFilter;
@@ -161,6 +161,11 @@ impl Callbacks<'_> {
     }
 }
 
+/// Called with the history each time it is closed (every call answered,
+/// the last message not an unanswered user message): where a session
+/// writes what the chat added so far.
+pub(crate) type Checkpoint<'a> = &'a mut dyn FnMut(&mut History);
+
 /// Runs one chat turn. On `Err` the history is as it was before the turn,
 /// including any turns pruned on the way. A panic in a callback, a tool or
 /// the backend is caught and returned as `Error::Internal`, so the inference
@@ -176,11 +181,13 @@ pub(crate) fn run_turn(
     input: TurnInput,
     callbacks: &mut Callbacks<'_>,
     cancel: &CancelToken,
+    checkpoint: Checkpoint<'_>,
 ) -> Result<Response> {
     let before = history.clone();
     let mut turn = Turn {
         backend,
         history,
+        checkpoint,
         tools,
         runner,
         queues,
@@ -222,6 +229,8 @@ pub(crate) fn run_turn(
 struct Turn<'a, 'cb> {
     backend: &'a mut dyn Backend,
     history: &'a mut History,
+    /// Run when an injected message closes the history (see [`Checkpoint`]).
+    checkpoint: Checkpoint<'a>,
     tools: &'a ToolRegistry,
     runner: &'a mut ToolRunner,
     queues: &'a MessageQueues,
@@ -720,7 +729,73 @@ impl Turn<'_, '_> {
     /// was removed before it.
     fn compact_to(&mut self, budget: u32) -> Result<()> {
         let before = self.history.total_tokens();
-        let passes = match self.settings.context_strategy {
+        let passes = if let Some(pass) = self.host_strategy(budget)? {
+            vec![pass]
+        } else {
+            self.builtin_strategy(budget, before)?
+        };
+        for pass in passes {
+            tracing::debug!(level = ?pass.level, before = pass.tokens_before, after = pass.tokens_after, "compacted the history");
+            self.callbacks.event(EventKind::HistoryCompacted {
+                level: pass.level,
+                removed: pass.removed,
+                tokens_before: pass.tokens_before,
+                tokens_after: pass.tokens_after,
+            });
+        }
+        Ok(())
+    }
+
+    /// Asks the `context_strategy` hook, when there is one and the history
+    /// does not fit `budget`: its pass, or `None` for the config's strategy
+    /// (the hook declined, failed, or returned what breaks a rule; the last
+    /// two are reported as hook failures).
+    fn host_strategy(&mut self, budget: u32) -> Result<Option<Pass>> {
+        let Some(hooks) = self.callbacks.hooks.clone() else {
+            return Ok(None);
+        };
+        if self.history.total_tokens() <= budget {
+            return Ok(None);
+        }
+        let (messages, tokens, system_tokens) = self.history.counted();
+        let request = ContextRequest {
+            messages,
+            tokens,
+            budget,
+            system_tokens,
+            current_turn: self.turn_start,
+        };
+        let kept = match hooks.context_strategy(&request) {
+            Ok(Some(kept)) => kept,
+            Ok(None) => return Ok(None),
+            Err(message) => {
+                hooks::report_failure(hooks.as_ref(), "context_strategy", &message);
+                return Ok(None);
+            }
+        };
+        let len = self.history.len();
+        let backend = &mut *self.backend;
+        match self
+            .history
+            .adopt(budget, self.turn_start, kept, &mut |m| {
+                backend.count_tokens(m)
+            })? {
+            Ok(pass) => {
+                // The current turn is the end of both, so it moved by
+                // the difference in length.
+                self.turn_start = self.turn_start + self.history.len() - len;
+                Ok(Some(pass))
+            }
+            Err(refusal) => {
+                hooks::report_failure(hooks.as_ref(), "context_strategy", &refusal);
+                Ok(None)
+            }
+        }
+    }
+
+    /// The config's `context_strategy`: `fifo` or the `compact` cascade.
+    fn builtin_strategy(&mut self, budget: u32, before: u32) -> Result<Vec<Pass>> {
+        Ok(match self.settings.context_strategy {
             ContextStrategy::Fifo => {
                 let len = self.history.len();
                 let removed = self.history.prune_to_fit(budget, self.turn_start);
@@ -746,17 +821,7 @@ impl Turn<'_, '_> {
                 self.turn_start -= done.removed_before_turn;
                 done.passes
             }
-        };
-        for pass in passes {
-            tracing::debug!(level = ?pass.level, before = pass.tokens_before, after = pass.tokens_after, "compacted the history");
-            self.callbacks.event(EventKind::HistoryCompacted {
-                level: pass.level,
-                removed: pass.removed,
-                tokens_before: pass.tokens_before,
-                tokens_after: pass.tokens_after,
-            });
-        }
-        Ok(())
+        })
     }
 
     /// Generates one reply (a turn of the chat), streaming its prose to
@@ -1202,7 +1267,15 @@ impl Turn<'_, '_> {
             })?;
             tokens = self.backend.count_tokens(&message)?;
         }
-        self.history.push(message, tokens)
+        self.history.push(message, tokens)?;
+        // A reply without calls, or the last result of a reply's calls:
+        // the history can be reopened as it stands, so a session keeps it
+        // now rather than at the chat's end (a crash then loses only the
+        // round in flight). A user message or a call waits for its answer.
+        if self.history.is_closed() {
+            (self.checkpoint)(self.history);
+        }
+        Ok(())
     }
 
     /// Builds the response.

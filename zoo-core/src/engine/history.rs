@@ -3,7 +3,7 @@
 //! prompt and never splits a tool call from its result, and the KV-cache
 //! hint (how many leading messages are unchanged since the last request).
 
-use crate::context::{self, CompactSettings, Compaction, Entry};
+use crate::context::{self, CompactSettings, Compaction, Entry, Pass, Refusal};
 use crate::error::{Error, Result};
 use crate::message::{Message, Role};
 
@@ -188,6 +188,22 @@ impl History {
             .rposition(|e| e.message.role == Role::User)
     }
 
+    /// Whether the history could be reopened as it stands: it does not end
+    /// with a user message and every call has its result (what
+    /// [`check_can_continue`](Self::check_can_continue) accepts).
+    pub fn is_closed(&self) -> bool {
+        self.last_spoken_role() != Some(Role::User) && self.unanswered_calls().is_empty()
+    }
+
+    /// The role of the last message that is not a system note.
+    fn last_spoken_role(&self) -> Option<Role> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| e.message.role != Role::System)
+            .map(|e| e.message.role)
+    }
+
     /// Checks that the model can answer the history as it stands: there is
     /// something to answer, and no call waits for its result.
     pub fn check_can_answer(&self) -> Result<()> {
@@ -314,6 +330,70 @@ impl History {
             self.stable = self.stable.min(first + usize::from(self.system.is_some()));
         }
         Ok(done)
+    }
+
+    /// Puts a host strategy's `kept` messages in place of the history's
+    /// when they keep every rule: role order (a call never without its
+    /// result), the turn that starts at `keep_from` kept whole and last,
+    /// and the whole within `budget`. Messages kept unchanged keep their
+    /// place in the conversation; new ones are counted with `count`. The
+    /// KV-cache hint drops to the first change. On a refusal (why, in
+    /// words) the history is unchanged.
+    pub fn adopt(
+        &mut self,
+        budget: u32,
+        keep_from: usize,
+        kept: Vec<Message>,
+        count: &mut dyn FnMut(&Message) -> Result<u32>,
+    ) -> Result<std::result::Result<Pass, Refusal>> {
+        if let Err(e) = Self::check_sequence(&kept) {
+            return Ok(Err(format!(
+                "the messages it returned are out of order: {e}"
+            )));
+        }
+        let fixed = self.system.as_ref().map_or(0, |e| e.tokens);
+        let adopted = context::adopt(&mut self.entries, fixed, budget, keep_from, kept, count)?;
+        Ok(adopted.map(|(pass, first_changed)| {
+            self.stable = self
+                .stable
+                .min(first_changed + usize::from(self.system.is_some()));
+            pass
+        }))
+    }
+
+    /// Checks that `messages` could follow one another in a history, and
+    /// leave no call without its result.
+    fn check_sequence(messages: &[Message]) -> Result<()> {
+        // A system message among them is a note, not the system prompt.
+        let mut scratch = History {
+            system: Some(Entry {
+                message: Message::system(String::new()),
+                tokens: 0,
+                position: None,
+            }),
+            ..History::new()
+        };
+        for message in messages {
+            scratch.push(message.clone(), 0)?;
+        }
+        match scratch.unanswered_calls().first() {
+            Some(id) => Err(Error::InvalidMessageSequence(format!(
+                "tool call `{id}` has no result"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The messages after the system prompt with their token counts, and
+    /// the system prompt's tokens: what a host strategy is shown.
+    pub fn counted(&self) -> (Vec<Message>, Vec<u32>, u32) {
+        let messages = self.entries.iter().map(|e| e.message.clone()).collect();
+        let tokens = self.entries.iter().map(|e| e.tokens).collect();
+        (
+            messages,
+            tokens,
+            self.system.as_ref().map_or(0, |e| e.tokens),
+        )
     }
 
     /// Leading messages (system prompt included) unchanged since the last

@@ -69,6 +69,26 @@ pub enum TurnDecision {
     End,
 }
 
+/// What the `context_strategy` hook is shown: a conversation that does
+/// not fit its budget. Serialized as `{"messages", "tokens", "budget",
+/// "system_tokens", "current_turn"}` for the front doors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextRequest {
+    /// The messages after the system prompt, oldest first.
+    pub messages: Vec<Message>,
+    /// Each message's tokens as the model counts them, in the same order.
+    pub tokens: Vec<u32>,
+    /// The tokens the system prompt and the kept messages may take
+    /// together: the window minus the reply's reserve and the tool
+    /// descriptions.
+    pub budget: u32,
+    /// The system prompt's tokens (0 without one), which stay.
+    pub system_tokens: u32,
+    /// Where the current turn starts in `messages`: `messages[current_turn..]`
+    /// must be the end of what is kept, unchanged.
+    pub current_turn: usize,
+}
+
 /// The points of a chat where host code runs, on the inference thread.
 pub trait Hooks: Send + Sync {
     /// Checks the user's message before anything is decoded.
@@ -105,6 +125,22 @@ pub trait Hooks: Send + Sync {
     /// first); the stored history is not touched.
     fn transform_context(&self, messages: Vec<Message>) -> Result<Vec<Message>, String> {
         Ok(messages)
+    }
+
+    /// The host's own context strategy, asked before a reply whenever the
+    /// history does not fit its budget, in place of the config's
+    /// `context_strategy`: returns the messages to keep (the system prompt
+    /// stays by itself), or `None` to let the config's strategy run. What
+    /// it returns must keep the rules of every strategy: the current turn
+    /// whole and last, every tool call with its result, and the whole
+    /// within the budget. A result that breaks one, or a failing hook,
+    /// counts as a hook failure (passed to `on_error`) and the config's
+    /// strategy runs instead. Kept messages may be new (a summary): they
+    /// are counted, and like the cascade's summaries, are not written to a
+    /// session, which keeps the whole transcript. The pass is reported as
+    /// `history_compacted` with level `custom`.
+    fn context_strategy(&self, _request: &ContextRequest) -> Result<Option<Vec<Message>>, String> {
+        Ok(None)
     }
 
     /// A chat failed with `error`, or another hook failed (then `error` is

@@ -1,8 +1,10 @@
 //! The agent's side of a session: opens the session the config names,
 //! hands its conversation to the history, and writes what the history
-//! committed after each chat and history change.
+//! committed each time it closes a round (see `agentic_loop::Checkpoint`),
+//! after each chat and after each history change.
 
 use std::collections::HashSet;
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -28,6 +30,9 @@ pub(crate) struct SessionLog {
     id: String,
     /// The key in [`open_sessions`].
     key: (PathBuf, String),
+    /// The session's lock file, locked while it is open (released with
+    /// the file, or by the OS when the process dies).
+    _lock: File,
 }
 
 impl SessionLog {
@@ -40,13 +45,32 @@ impl SessionLog {
         let store = Arc::new(SessionStore::open(path)?);
         let id = store.open_session(config.session.as_deref(), model_label(config).as_deref())?;
         let key = (canonical(Path::new(path)), id.clone());
+        let busy = || {
+            Error::InvalidArgument(format!(
+                "session `{id}` of `{path}` is open in another agent (of this process or \
+                 another); close that agent first (two agents writing one session would mix \
+                 their turns)"
+            ))
+        };
+        // In this process first: a lock file's lock is per open file on
+        // most systems, not on all.
         if !open_sessions().lock().insert(key.clone()) {
-            return Err(Error::InvalidArgument(format!(
-                "session `{id}` of `{path}` is open in another agent; \
-                 close that agent first (two agents writing one session would mix their turns)"
-            )));
+            return Err(busy());
         }
-        let log = SessionLog { store, id, key };
+        let lock = match lock_session(&store.lock_path(&id)) {
+            Ok(Some(lock)) => lock,
+            // Held elsewhere (`Ok(None)`), or the lock file failed.
+            other => {
+                open_sessions().lock().remove(&key);
+                return Err(other.err().unwrap_or_else(busy));
+            }
+        };
+        let log = SessionLog {
+            store,
+            id,
+            key,
+            _lock: lock,
+        };
         let data = log.store.load(&log.id)?;
         Ok(Some((log, data)))
     }
@@ -100,6 +124,26 @@ impl SessionLog {
 impl Drop for SessionLog {
     fn drop(&mut self) {
         open_sessions().lock().remove(&self.key);
+    }
+}
+
+/// Takes the OS lock on a session's lock file: the locked file, `None`
+/// when another holder has it.
+fn lock_session(path: &Path) -> Result<Option<File>> {
+    let io = |e: std::io::Error| Error::Io(format!("session lock `{}`: {e}", path.display()));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(io(e)),
     }
 }
 

@@ -314,6 +314,14 @@ fn run_chat(
             status.current = Some(cancel.clone());
         }
         let input = TurnInput { input, rag_context };
+        // Each round the history closes is written at once; one that
+        // fails is logged, kept by the history, and written (or reported
+        // as the chat's error) by the commit at the chat's end.
+        let mut checkpoint = |history: &mut History| {
+            if let Some(Err(e)) = session.map(|session| session.save(history)) {
+                tracing::warn!(target: targets::CHAT, "the session could not keep the round: {e}");
+            }
+        };
         let result = run_turn(
             backend,
             history,
@@ -324,6 +332,7 @@ fn run_chat(
             input,
             &mut callbacks,
             &cancel,
+            &mut checkpoint,
         );
         // A reply the session could not keep fails the chat: the user must
         // know the conversation is not saved (the history keeps it, and the

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
 use super::{SessionData, SessionInfo};
@@ -194,10 +194,23 @@ impl SessionStore {
     /// (`chats.db-kv/`), one file per session named by its id in hex, so
     /// that any id makes a safe file name.
     pub fn snapshot_path(&self, id: &str) -> PathBuf {
+        self.session_file(id, "kv")
+    }
+
+    /// The file an agent holds an OS lock on while the session is open in
+    /// it (beside the snapshot), so that no other agent, in this process or
+    /// another, writes the session meanwhile. The lock goes with the
+    /// process, however it ends.
+    pub(crate) fn lock_path(&self, id: &str) -> PathBuf {
+        self.session_file(id, "lock")
+    }
+
+    /// `chats.db-kv/<id in hex>.<extension>`.
+    fn session_file(&self, id: &str, extension: &str) -> PathBuf {
         let mut dir = self.path.as_os_str().to_owned();
         dir.push("-kv");
         let name: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-        PathBuf::from(dir).join(format!("{name}.kv"))
+        PathBuf::from(dir).join(format!("{name}.{extension}"))
     }
 
     /// Sets a session's title.
@@ -265,7 +278,11 @@ impl SessionStore {
             .map_err(|e| Error::InvalidJson(format!("not a session export: {e}")))?;
         check_id(&data.info.id)?;
         let mut conn = self.conn.lock();
-        let tx = conn.transaction().map_err(self.err())?;
+        // Immediate: the write lock is taken (or waited for) at the start,
+        // so a writer in another process never meets a stale snapshot.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
         let inserted = tx
             .execute(
                 "INSERT OR IGNORE INTO sessions
@@ -316,7 +333,8 @@ impl SessionStore {
         Ok(id)
     }
 
-    /// Writes what changed at the end of a conversation in one transaction:
+    /// Writes what changed since the last write (a closed round, a chat, a
+    /// history change) in one transaction:
     /// the messages from `stale_from` on are deleted, `messages` are written
     /// at their positions, and the system prompt is set. A process killed
     /// during the write leaves the session as the previous write left it.
@@ -332,7 +350,11 @@ impl SessionStore {
             .find(|(_, m)| m.role == Role::User)
             .map(|(_, m)| title_of(&m.content));
         let mut conn = self.conn.lock();
-        let tx = conn.transaction().map_err(self.err())?;
+        // Immediate: the write lock is taken (or waited for) at the start,
+        // so a writer in another process never meets a stale snapshot.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
         let stale_from = i64::try_from(stale_from).unwrap_or(i64::MAX);
         tx.execute(
             "DELETE FROM messages WHERE session_id = ?1 AND position >= ?2",

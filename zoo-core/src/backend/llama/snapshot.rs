@@ -1,10 +1,13 @@
 //! KV snapshots: the cache's state written to a file beside a session, so
 //! that an agent reopened on the session decodes only what is new. A
 //! snapshot is loaded only when its fingerprint (the model file, the
-//! window, this build) matches; anything else falls back to decoding, and
-//! the tokens saved with the state make the usual prefix check decide what
-//! is reused, so a snapshot never changes what the model is given.
+//! window, this build) matches and the file's checksum is the one written
+//! with it (llama.cpp would load damaged state data as it is); anything
+//! else falls back to decoding, and the tokens saved with the state make
+//! the usual prefix check decide what is reused, so a snapshot never
+//! changes what the model is given.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -55,8 +58,12 @@ impl LlamaBackend<'_> {
             .ctx
             .state_seq_save_file(&temporary, 0, &self.cached)
             .map_err(|e| Error::Io(format!("KV snapshot `{}`: {e}", path.display())))?;
+        let checksum = checksum_of(&temporary).map_err(io)?;
+        // The fingerprint first: a crash between the two leaves a snapshot
+        // whose checksum does not match, which is decoded again.
+        let fingerprint = format!("{} | crc32 {checksum:08x}", self.fingerprint());
+        std::fs::write(fingerprint_path(path), fingerprint).map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)?;
-        std::fs::write(fingerprint_path(path), self.fingerprint()).map_err(io)?;
         Ok(Some(written as u64))
     }
 
@@ -67,9 +74,24 @@ impl LlamaBackend<'_> {
         let Ok(fingerprint) = std::fs::read_to_string(fingerprint_path(path)) else {
             return Ok(false);
         };
+        let Some((fingerprint, checksum)) = fingerprint.rsplit_once(" | crc32 ") else {
+            tracing::debug!(path = %path.display(), "KV snapshot without a checksum; decoding instead");
+            return Ok(false);
+        };
         if fingerprint != self.fingerprint() || !path.exists() {
             tracing::debug!(path = %path.display(), "KV snapshot of another model or window; decoding instead");
             return Ok(false);
+        }
+        match checksum_of(path) {
+            Ok(actual) if format!("{actual:08x}") == checksum => {}
+            Ok(_) => {
+                tracing::warn!(path = %path.display(), "KV snapshot damaged (checksum mismatch); decoding instead");
+                return Ok(false);
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "KV snapshot unreadable ({e}); decoding instead");
+                return Ok(false);
+            }
         }
         self.clear_cache();
         let capacity = self.ctx.n_ctx() as usize;
@@ -85,5 +107,19 @@ impl LlamaBackend<'_> {
                 Ok(false)
             }
         }
+    }
+}
+
+/// The CRC-32 of a file's bytes, read in large chunks.
+fn checksum_of(path: &Path) -> std::io::Result<u32> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            return Ok(hasher.finalize());
+        }
+        hasher.update(&buffer[..read]);
     }
 }
