@@ -19,6 +19,7 @@ pub mod logs;
 pub mod mcp;
 pub mod message;
 pub mod provider;
+pub mod pyjson;
 pub mod response;
 pub mod session;
 pub mod skills;
@@ -48,4 +49,4 @@ pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecor
 pub use session::{SessionData, SessionInfo, SessionStore};
 pub use template::TemplateFamily;
 pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
-pub use tools::{ToolContext, ToolDefinition, ToolOutput};
+pub use tools::{ToolCallFormat, ToolContext, ToolDefinition, ToolOutput};

@@ -280,10 +280,10 @@ impl Turn<'_, '_> {
             let generation = self.infer(&definitions, &tool_choice, &input.rag_context)?;
             match generation.finish {
                 FinishReason::Cancelled => {
-                    return self.cut_short(unfinished_prose(&definitions, &generation.text))
+                    return self.cut_short(self.unfinished_prose(&generation.text))
                 }
                 FinishReason::Length => {
-                    let text = unfinished_prose(&definitions, &generation.text);
+                    let text = self.unfinished_prose(&generation.text);
                     self.commit_reply(Message::assistant(text.clone()))?;
                     return Ok(match self.limit_reached() {
                         Some(hit) => self.end_at_limit(hit, text),
@@ -297,12 +297,16 @@ impl Turn<'_, '_> {
             let native = self.backend.take_tool_calls();
             let parsed = parse_reply(&definitions, &generation.text, native);
             if !parsed.has_calls() && parsed.failures.is_empty() {
-                self.commit_reply(Message::assistant(parsed.content.clone()))?;
+                // The answer: no call or result markup reaches the user, even
+                // from a reply that wrote a call when none could run or that
+                // echoed a tool result.
+                let answer = self.answer(&parsed.content);
+                self.commit_reply(Message::assistant(answer.clone()))?;
                 if !self.start_next_round()? {
-                    return Ok(self.finish(parsed.content, StopReason::Stop));
+                    return Ok(self.finish(answer, StopReason::Stop));
                 }
                 (tool_choice, tool_rounds) = (self.settings.tool_choice.clone(), 0);
-                text = parsed.content;
+                text = answer;
                 continue;
             }
             let (calls, content) = self.commit_calls(&parsed)?;
@@ -621,6 +625,27 @@ impl Turn<'_, '_> {
         match self.cancel.abort_reason() {
             Some(reason) => Err(Error::Cancelled(reason)),
             None => Ok(self.finish(text, StopReason::Cancelled)),
+        }
+    }
+
+    /// A final reply as the user gets it: for an agent with tools, without
+    /// call or result markup (see [`parser::answer_text`]); an agent
+    /// without tools keeps whatever its model wrote.
+    fn answer(&self, text: &str) -> String {
+        match self.tools.is_empty() {
+            true => text.to_string(),
+            false => parser::answer_text(text),
+        }
+    }
+
+    /// What a reply cut off by a cancel or the token limit keeps: its
+    /// prose, without the markup of a call it had begun (which could not
+    /// run, and which neither the user nor the model's next turn should
+    /// read) or of a result it echoed. Plain prose keeps its exact text.
+    fn unfinished_prose(&self, text: &str) -> String {
+        match self.tools.is_empty() || !parser::has_markup(text) {
+            true => text.to_string(),
+            false => parser::answer_text(text),
         }
     }
 
@@ -1226,17 +1251,6 @@ enum BatchOutcome {
     Limit(LimitHit),
     /// A steering message skipped the calls not yet started.
     Steered,
-}
-
-/// What a reply cut off by a cancel or the token limit keeps: its prose,
-/// without the markup of a call it had begun (which could not run, and
-/// which neither the user nor the model's next turn should read).
-fn unfinished_prose(definitions: &[ToolDefinition], text: &str) -> String {
-    if definitions.is_empty() {
-        text.to_string()
-    } else {
-        parser::parse(text).content
-    }
 }
 
 /// The calls of a reply: those the backend returned as data when there

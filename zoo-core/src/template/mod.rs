@@ -14,6 +14,8 @@ mod jinja;
 pub mod tool_prompt;
 
 #[cfg(test)]
+mod family_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
@@ -102,8 +104,13 @@ impl TemplateFamily {
 pub struct ChatTemplate {
     env: Arc<Environment<'static>>,
     family: TemplateFamily,
+    tool_format: ToolCallFormat,
     origin: String,
     native_tools: bool,
+    /// Whether a template that formats tools also writes the calls of
+    /// assistant messages (`tool_calls`); some (Granite 3, LFM2) write
+    /// only the content, so the calls go into it as text.
+    renders_calls: bool,
     special: SpecialTokens,
 }
 
@@ -112,6 +119,7 @@ impl fmt::Debug for ChatTemplate {
         f.debug_struct("ChatTemplate")
             .field("origin", &self.origin)
             .field("family", &self.family)
+            .field("tool_format", &self.tool_format)
             .field("native_tools", &self.native_tools)
             .field("special", &self.special)
             .finish_non_exhaustive()
@@ -126,10 +134,12 @@ impl ChatTemplate {
         ChatTemplate {
             env: Arc::new(env),
             family,
+            tool_format: detect::tool_format(None, None, family),
             origin: format!("builtin:{}", family.name()),
             // Built-ins are plain-turn formats: tools are always taught by
             // `tool_prompt`, never passed to the template.
             native_tools: false,
+            renders_calls: false,
             special,
         }
     }
@@ -152,8 +162,10 @@ impl ChatTemplate {
         Ok(ChatTemplate {
             env: Arc::new(env),
             family,
+            tool_format: detect::tool_format(Some(source), None, family),
             origin: origin.to_string(),
             native_tools: detect::references_tools(source),
+            renders_calls: detect::references_name(source, "tool_calls"),
             special,
         })
     }
@@ -178,7 +190,10 @@ impl ChatTemplate {
                 let family = detect::detect_from_source(source)
                     .unwrap_or_else(|| detect::detect_from_metadata(metadata));
                 match Self::compile(source, special.clone(), family, "gguf") {
-                    Ok(template) => return template,
+                    Ok(template) => {
+                        let format = detect::tool_format(Some(source), Some(metadata), family);
+                        return template.with_tool_format(format);
+                    }
                     // Some templates use Jinja2 extensions minijinja lacks
                     // (e.g. `{% generation %}`); a built-in of the right
                     // family is better than refusing to load the model.
@@ -189,7 +204,21 @@ impl ChatTemplate {
                 }
             }
         }
-        Self::builtin(detect::detect_from_metadata(metadata), special)
+        let family = detect::detect_from_metadata(metadata);
+        Self::builtin(family, special).with_tool_format(detect::tool_format(
+            None,
+            Some(metadata),
+            family,
+        ))
+    }
+
+    /// This template, teaching and parsing `tool_format` instead of the
+    /// detected one.
+    pub fn with_tool_format(self, tool_format: ToolCallFormat) -> Self {
+        ChatTemplate {
+            tool_format,
+            ..self
+        }
     }
 
     /// The detected family (for a GGUF or custom template: from the markers
@@ -210,13 +239,10 @@ impl ChatTemplate {
         self.native_tools
     }
 
-    /// The tool-call format the model is taught and parsed for.
+    /// The tool-call format the model is taught and parsed for: the one
+    /// its family or its own model (SmolLM2) was trained on.
     pub fn tool_call_format(&self) -> ToolCallFormat {
-        match self.family {
-            TemplateFamily::Llama3 => ToolCallFormat::Llama3,
-            TemplateFamily::Mistral => ToolCallFormat::Mistral,
-            _ => ToolCallFormat::Hermes,
-        }
+        self.tool_format
     }
 
     /// Renders the prompt for `messages` with `tools` available. With
@@ -246,7 +272,12 @@ impl ChatTemplate {
     ) -> Result<(String, u64)> {
         let prepared;
         let (messages, tools) = if self.native_tools {
-            (messages, tools)
+            prepared = tool_prompt::prepare_native_messages(
+                messages,
+                self.tool_call_format(),
+                self.renders_calls,
+            );
+            (prepared.as_slice(), tools)
         } else {
             prepared = tool_prompt::prepare_messages(messages, tools, self.tool_call_format());
             (prepared.as_slice(), &[][..])

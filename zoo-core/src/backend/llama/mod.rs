@@ -109,6 +109,9 @@ pub struct LlamaBackend<'m> {
     sampling: Sampling,
     /// The grammar of the last tool set, which rarely changes between replies.
     grammar_cache: Option<(String, String)>,
+    /// The tokens that can begin the result marker (see [`Self::echo_openings`]),
+    /// worked out once per marker.
+    echo_cache: Option<(&'static str, Vec<LlamaToken>)>,
     /// Whether a forced call's tool is chosen by the score of its whole name.
     score_tool_names: bool,
     /// Whether cached cells may be shifted into place (`Config::context_shift`).
@@ -169,6 +172,7 @@ impl<'m> LlamaBackend<'m> {
                 seed: config.seed.unwrap_or_else(random_seed),
             },
             grammar_cache: None,
+            echo_cache: None,
             score_tool_names: true,
             context_shift: config.context_shift,
             threads: ThreadPlanner::new(threads),
@@ -190,6 +194,14 @@ impl<'m> LlamaBackend<'m> {
     /// For measuring what the scoring brings (`examples/rust/tool_eval.rs`).
     pub fn set_tool_name_scoring(&mut self, on: bool) {
         self.score_tool_names = on;
+    }
+
+    /// Teaches and parses `format` instead of the one detected from the
+    /// model (for comparing formats on one model, `examples/rust/tool_eval.rs`).
+    pub fn set_tool_call_format(&mut self, format: ToolCallFormat) {
+        self.template = self.template.clone().with_tool_format(format);
+        self.grammar_cache = None;
+        self.echo_cache = None;
     }
 
     /// Forgets the KV cache, so the next reply decodes its whole prompt.
@@ -381,6 +393,25 @@ impl<'m> LlamaBackend<'m> {
         self.trigger_logprob()?.ok_or_else(cancelled)
     }
 
+    /// The log-probability of each of `texts` as the beginning of the reply
+    /// to `request`'s conversation (its prompt is decoded first, reusing the
+    /// cache). What the call-or-prose decision and the tool choice compare;
+    /// public for evaluating and calibrating them.
+    pub fn reply_logprobs(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        texts: &[&str],
+    ) -> Result<Vec<f32>> {
+        let cancelled = || Error::Cancelled("prompt decode".into());
+        self.ctx.set_abort_flag(None);
+        self.prepare_prompt(request, &CancelToken::new())?
+            .ok_or_else(cancelled)?;
+        texts
+            .iter()
+            .map(|text| self.continuation_logprob(text)?.ok_or_else(cancelled))
+            .collect()
+    }
+
     /// `None` when the abort flag interrupted the scoring.
     fn trigger_logprob(&mut self) -> Result<Option<f32>> {
         let trigger = self.tool_call_format().trigger();
@@ -401,7 +432,7 @@ impl<'m> LlamaBackend<'m> {
         let format = self.tool_call_format();
         let mut best: Option<(f32, &ToolDefinition)> = None;
         for tool in tools {
-            let opening = format!("{}{{\"name\": \"{}\"", format.prefix(), tool.name);
+            let opening = format.call_opening(&tool.name);
             let Some(score) = self.continuation_logprob(&opening)? else {
                 return Ok(None);
             };
@@ -524,6 +555,40 @@ impl<'m> LlamaBackend<'m> {
         })
     }
 
+    /// The tokens an unconstrained reply to a tool result may not begin
+    /// with: every token that can start the format's result marker
+    /// (`<tool_response>`). Small models answer a result by echoing it in
+    /// that markup, which is no answer; denied the opening, they write
+    /// prose. The marker is compared after leading whitespace; a token
+    /// that could also open a call is denied too, so a call right after a
+    /// result (rare and mostly a repeat) needs some prose first.
+    fn echo_openings(&mut self, request: &GenerateRequest<'_>) -> &[LlamaToken] {
+        let after_result = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == crate::message::Role::Tool);
+        let marker = match self.template.tool_call_format().result_marker() {
+            Some(marker) if after_result => marker,
+            _ => return &[],
+        };
+        if !matches!(&self.echo_cache, Some((cached, _)) if *cached == marker) {
+            let vocab = self.model.llama.vocab();
+            let mut piece = Vec::new();
+            let tokens = (0..vocab.n_tokens())
+                .map(LlamaToken)
+                .filter(|&token| {
+                    piece.clear();
+                    vocab.token_to_piece_into(token, &mut piece, false, None);
+                    let text = String::from_utf8_lossy(&piece);
+                    let text = text.trim_start();
+                    !text.is_empty() && (marker.starts_with(text) || text.starts_with(marker))
+                })
+                .collect();
+            self.echo_cache = Some((marker, tokens));
+        }
+        self.echo_cache.as_ref().map_or(&[], |(_, tokens)| tokens)
+    }
+
     /// The grammar for up to `max_calls` calls to `tools`, cached by tool
     /// set and count.
     fn grammar_for(
@@ -561,7 +626,10 @@ impl<'m> LlamaBackend<'m> {
             let grammar = self.grammar_for(format, tools, request.max_calls)?;
             let llama = &self.model.llama;
             chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
-        } else if !request.tools.is_empty() && *request.tool_choice == ToolChoice::Auto {
+        } else if !request.tools.is_empty()
+            && *request.tool_choice == ToolChoice::Auto
+            && !format.trigger_only_at_start()
+        {
             let grammar = self.grammar_for(format, request.tools, request.max_calls)?;
             let llama = &self.model.llama;
             chain.push(
@@ -677,6 +745,10 @@ impl LlamaBackend<'_> {
             CallTools::Only(tools) => Some(tools),
         };
         let (mut sampler, constrained) = self.sampler(request, call_tools.as_deref())?;
+        let denied_openings = match constrained {
+            true => Vec::new(),
+            false => self.echo_openings(request).to_vec(),
+        };
         // Each call the grammar admits gets its own budget.
         let calls_budget = MAX_CALL_TOKENS.saturating_mul(request.max_calls.max(1));
         let mut limit = match constrained {
@@ -685,7 +757,7 @@ impl LlamaBackend<'_> {
         };
         let mut call_begun = constrained;
         let mut repetition = RepetitionGuard::default();
-        let trigger = self.template.tool_call_format().trigger();
+        let format = self.template.tool_call_format();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(request.stop);
@@ -700,7 +772,11 @@ impl LlamaBackend<'_> {
             {
                 break FinishReason::Length;
             }
-            let Some(token) = sample_checked(&self.ctx, &mut sampler) else {
+            let denied: &[LlamaToken] = match generation.text.trim().is_empty() {
+                true => &denied_openings,
+                false => &[],
+            };
+            let Some(token) = sample_checked(&self.ctx, &mut sampler, denied) else {
                 // The lazy grammar refused the text around its trigger (a
                 // token that ends the trigger and begins something the
                 // call cannot hold): the reply ends before that token, and
@@ -736,7 +812,7 @@ impl LlamaBackend<'_> {
             if stop_hit {
                 break FinishReason::Stop;
             }
-            if !call_begun && lazy_call_begun(request, &generation.text, trigger) {
+            if !call_begun && lazy_call_begun(request, &generation.text, format) {
                 call_begun = true;
                 limit = limit.max(generation.completion_tokens.saturating_add(calls_budget));
             }
@@ -758,14 +834,26 @@ impl LlamaBackend<'_> {
     }
 }
 
-/// Samples the next token and lets the sampler accept it, through the
-/// wrapper that catches C++ exceptions. `llama_sampler_sample` accepts
+/// Samples the next token (never one of `denied`) and lets the sampler
+/// accept it, through the wrapper that catches C++ exceptions. `llama_sampler_sample` accepts
 /// without one, and a lazy grammar throws when the token that completes its
 /// trigger carries text the grammar cannot begin with (`<tool_call>[` for a
 /// grammar that wants `<tool_call>\n{`): unwinding a C++ exception through
 /// Rust aborts the process. `None` when the sampler refused the token.
-fn sample_checked(ctx: &LlamaContext<'_>, sampler: &mut LlamaSampler) -> Option<LlamaToken> {
+fn sample_checked(
+    ctx: &LlamaContext<'_>,
+    sampler: &mut LlamaSampler,
+    denied: &[LlamaToken],
+) -> Option<LlamaToken> {
     let mut candidates = ctx.token_data_array_ith(-1);
+    for token in denied {
+        // The array holds every token of the vocabulary in id order.
+        if let Some(data) = candidates.data.get_mut(token.0 as usize) {
+            if data.id() == *token {
+                data.set_logit(f32::NEG_INFINITY);
+            }
+        }
+    }
     sampler.apply(&mut candidates);
     let token = candidates.selected_token()?;
     sampler.try_accept(token).ok()?;
@@ -773,13 +861,18 @@ fn sample_checked(ctx: &LlamaContext<'_>, sampler: &mut LlamaSampler) -> Option<
 }
 
 /// Whether an `auto` reply has begun a call, which its lazy grammar now
-/// constrains: from then on the call may run past `max_tokens`.
+/// constrains: from then on the call may run past `max_tokens`. Formats
+/// without a lazy grammar (a bare Python list) never begin one this way.
 /// Only the end of `text` is searched (the trigger arrives there), so the
 /// check stays constant per token however long the reply.
-fn lazy_call_begun(request: &GenerateRequest<'_>, text: &str, trigger: &str) -> bool {
-    if *request.tool_choice != ToolChoice::Auto || request.tools.is_empty() {
+fn lazy_call_begun(request: &GenerateRequest<'_>, text: &str, format: ToolCallFormat) -> bool {
+    if *request.tool_choice != ToolChoice::Auto
+        || request.tools.is_empty()
+        || format.trigger_only_at_start()
+    {
         return false;
     }
+    let trigger = format.trigger();
     let mut start = text.len().saturating_sub(trigger.len() + 64);
     while !text.is_char_boundary(start) {
         start -= 1;
