@@ -442,6 +442,12 @@ typedef struct zoo_chat_callbacks {
    * Frees `user_data`.
    */
   zoo_free_fn free_user_data;
+  /**
+   * Streamed reasoning of a model that reasons before it answers
+   * (`<think>`, gpt-oss's analysis channel), as `on_token` streams text:
+   * never part of the text, and in the response's `thinking`.
+   */
+  zoo_token_fn on_thinking;
 } zoo_chat_callbacks;
 
 /**
@@ -719,8 +725,9 @@ enum zoo_status zoo_confirmation_set_error(struct zoo_confirmation *confirmation
 /**
  * Sends `message` and blocks until the reply is complete. `options` and
  * `callbacks` may be NULL. On `ZOO_OK`, `*out_response_json` receives the
- * response (`text`, `stop_reason`, `tool_calls`, `tool_errors`, `usage`,
- * `metrics`), freed with `zoo_string_free`. A cancelled chat is `ZOO_OK`
+ * response (`text`, `thinking` when the model reasoned, `stop_reason`,
+ * `tool_calls`, `tool_errors`, `usage`, `metrics`), freed with
+ * `zoo_string_free`. A cancelled chat is `ZOO_OK`
  * with `stop_reason` "cancelled". Errors: `ZOO_INVALID_ARGUMENT` (NULLs,
  * bad UTF-8, a bad tool choice, or a call from inside this agent's own
  * callbacks, which would wait for itself), `ZOO_TOOL_NOT_FOUND` (a named

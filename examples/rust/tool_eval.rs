@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
+use zoo_core::backend::llama::ArgumentBias;
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -185,6 +186,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(name) = std::env::var("ZOO_EVAL_FORMAT") {
         let format: ToolCallFormat = serde_json::from_value(Value::from(name.as_str()))?;
         backend.set_tool_call_format(format);
+    }
+    // ZOO_EVAL_BIAS=2,5 pulls argument values toward the question by 2
+    // logits and away from tool names by 5.
+    if let Ok(bias) = std::env::var("ZOO_EVAL_BIAS") {
+        let (toward, against) = bias.split_once(',').unwrap_or((bias.as_str(), "0"));
+        backend.set_argument_bias(ArgumentBias {
+            toward_question: toward.parse()?,
+            against_tool_names: against.parse()?,
+        });
+    }
+    // ZOO_EVAL_THRESHOLD=-6.5 fixes auto's call-or-prose threshold instead
+    // of the one calibrated on the model.
+    if let Ok(threshold) = std::env::var("ZOO_EVAL_THRESHOLD") {
+        backend.set_call_threshold(Some(threshold.parse()?));
     }
     println!("call format {:?}", backend.tool_call_format());
     let system = Message::system("You are a helpful assistant.");

@@ -100,6 +100,7 @@ function toMessage(m) {
   if (m.name != null) out.name = m.name
   if (m.is_error) out.isError = true
   if (m.images?.length) out.images = m.images.map((i) => ({ mimeType: i.mime_type, data: i.data }))
+  if (m.thinking != null) out.thinking = m.thinking
   return out
 }
 
@@ -113,6 +114,7 @@ function fromMessage(m) {
   if (Array.isArray(m.images)) {
     out.images = m.images.map((i) => (i !== null && typeof i === 'object' ? { mime_type: i.mimeType, data: i.data } : i))
   } else if (m.images !== undefined) out.images = m.images
+  if (m.thinking !== undefined) out.thinking = m.thinking
   return out
 }
 
@@ -128,7 +130,7 @@ function toolErrorRecord(r) {
 }
 
 function toResponse(r) {
-  return {
+  const out = {
     text: r.text,
     stopReason: r.stop_reason,
     toolCalls: r.tool_calls.map(toolCallRecord),
@@ -136,6 +138,8 @@ function toResponse(r) {
     usage: camelKeys(r.usage),
     metrics: camelKeys(r.metrics),
   }
+  if (r.thinking != null) out.thinking = r.thinking
+  return out
 }
 
 /**

@@ -344,6 +344,8 @@ export interface Message {
   isError?: boolean
   /** A tool message's images: sent to providers that take them; a local model reads a placeholder line for each. */
   images?: ImageContent[]
+  /** An assistant message's reasoning, for a model that reasons before it answers (never part of `content`). */
+  thinking?: string
 }
 
 /** What a hook may return: a value or a Promise of it; undefined or null changes nothing. */
@@ -423,6 +425,8 @@ export type QueueMode = 'one_at_a_time' | 'all'
 
 export interface Response {
   text: string
+  /** The final reply's reasoning, for a model that reasons before it answers (never part of `text`). */
+  thinking?: string
   stopReason: StopReason
   toolCalls: ToolCallRecord[]
   toolErrors: ToolErrorRecord[]
@@ -483,7 +487,13 @@ export interface TokenItem {
   text: string
 }
 
-export type StreamItem = TokenItem | AgentEvent
+/** A piece of the model's streamed reasoning (never part of the text). */
+export interface ThinkingItem {
+  type: 'thinking'
+  text: string
+}
+
+export type StreamItem = TokenItem | ThinkingItem | AgentEvent
 
 export interface ChatOptions {
   /** Overrides the agent's toolChoice for this chat. */
@@ -510,6 +520,8 @@ export interface ChatOptions {
 export interface ChatCallbacks extends ChatOptions {
   /** Each piece of reply text, in order, all before the Promise settles. */
   onToken?: (text: string) => unknown
+  /** Each piece of the model's reasoning (a model that reasons before it answers), in order. */
+  onThinking?: (text: string) => unknown
   /** Progress events, in order with the tokens. */
   onEvent?: (event: AgentEvent) => unknown
 }

@@ -76,6 +76,7 @@ class NativeAgent:
         regenerate: bool = False,
         hooks: Optional[Callable[[str, str], Optional[str]]] = None,
         hook_names: List[str] = ...,
+        on_thinking: Optional[Callable[[str], Any]] = None,
     ) -> str: ...
     def chat_start(
         self,
@@ -92,6 +93,7 @@ class NativeAgent:
         regenerate: bool = False,
         hooks: Optional[Callable[[str, str], Optional[str]]] = None,
         hook_names: List[str] = ...,
+        on_thinking: Optional[Callable[[str], Any]] = None,
     ) -> NativeChat: ...
     def stop(self) -> None: ...
     def steer(self, text: str) -> None: ...

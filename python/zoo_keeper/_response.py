@@ -67,6 +67,9 @@ class Response:
     tool_errors: List[ToolErrorRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     metrics: Metrics = field(default_factory=Metrics)
+    thinking: Optional[str] = None
+    """The final reply's reasoning, for a model that reasons before it
+    answers (`<think>`, gpt-oss's analysis channel); never part of `text`."""
 
     @classmethod
     def from_json(cls, text: str) -> "Response":
@@ -78,12 +81,20 @@ class Response:
             tool_errors=[ToolErrorRecord(**e) for e in data["tool_errors"]],
             usage=Usage(**data["usage"]),
             metrics=Metrics(**data["metrics"]),
+            thinking=data.get("thinking"),
         )
 
 
 @dataclass(frozen=True)
 class Token:
     """A piece of streamed reply text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """A piece of the model's streamed reasoning (never part of the text)."""
 
     text: str
 

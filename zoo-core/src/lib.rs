@@ -24,6 +24,7 @@ pub mod response;
 pub mod session;
 pub mod skills;
 pub mod template;
+pub mod thinking;
 pub mod tools;
 
 pub use agent::{

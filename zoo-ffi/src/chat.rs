@@ -66,6 +66,10 @@ pub struct zoo_chat_callbacks {
     pub user_data: *mut c_void,
     /// Frees `user_data`.
     pub free_user_data: zoo_free_fn,
+    /// Streamed reasoning of a model that reasons before it answers
+    /// (`<think>`, gpt-oss's analysis channel), as `on_token` streams text:
+    /// never part of the text, and in the response's `thinking`.
+    pub on_thinking: zoo_token_fn,
 }
 
 /// Which tools a chat may call (the values of `zoo_chat_options.tool_choice`).
@@ -206,6 +210,13 @@ fn chat_options(
             unsafe { on_token(data.ptr(), text.as_ptr().cast(), text.len()) }
         });
     }
+    if let Some(on_thinking) = callbacks.on_thinking {
+        let data = data.clone();
+        out = out.on_thinking(move |text| {
+            // SAFETY: as for on_token.
+            unsafe { on_thinking(data.ptr(), text.as_ptr().cast(), text.len()) }
+        });
+    }
     if let Some(on_event) = callbacks.on_event {
         let data = data.clone();
         out = out.on_event(move |event| {
@@ -234,8 +245,9 @@ fn response_json(result: zoo_core::Result<Response>) -> FfiResult<*mut c_char> {
 
 /// Sends `message` and blocks until the reply is complete. `options` and
 /// `callbacks` may be NULL. On `ZOO_OK`, `*out_response_json` receives the
-/// response (`text`, `stop_reason`, `tool_calls`, `tool_errors`, `usage`,
-/// `metrics`), freed with `zoo_string_free`. A cancelled chat is `ZOO_OK`
+/// response (`text`, `thinking` when the model reasoned, `stop_reason`,
+/// `tool_calls`, `tool_errors`, `usage`, `metrics`), freed with
+/// `zoo_string_free`. A cancelled chat is `ZOO_OK`
 /// with `stop_reason` "cancelled". Errors: `ZOO_INVALID_ARGUMENT` (NULLs,
 /// bad UTF-8, a bad tool choice, or a call from inside this agent's own
 /// callbacks, which would wait for itself), `ZOO_TOOL_NOT_FOUND` (a named

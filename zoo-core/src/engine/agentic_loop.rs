@@ -54,6 +54,7 @@ use crate::event::{AgentEvent, EventKind};
 use crate::logs::targets;
 use crate::message::{Message, Role, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+use crate::thinking::{self, ThinkingFormat, ThinkingSplitter};
 use crate::tools::context::{Drained, Report, ToolContext};
 use crate::tools::output::Delivered;
 use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
@@ -126,6 +127,9 @@ pub struct Callbacks<'a> {
     pub on_token: Option<&'a mut (dyn FnMut(&str) + Send)>,
     /// Receives progress events.
     pub on_event: Option<&'a mut (dyn FnMut(&AgentEvent) + Send)>,
+    /// Receives the model's reasoning as it is generated (its own channel:
+    /// never part of the text `on_token` receives).
+    pub on_thinking: Option<&'a mut (dyn FnMut(&str) + Send)>,
     /// The agent's id, stamped on every event.
     pub agent_id: u64,
     /// The chat's id, stamped on every event.
@@ -139,6 +143,12 @@ pub struct Callbacks<'a> {
 impl Callbacks<'_> {
     fn token(&mut self, text: &str) {
         if let Some(f) = self.on_token.as_mut() {
+            f(text);
+        }
+    }
+
+    fn thinking(&mut self, text: &str) {
+        if let (Some(f), false) = (self.on_thinking.as_mut(), text.is_empty()) {
             f(text);
         }
     }
@@ -196,6 +206,7 @@ pub(crate) fn run_turn(
         records: Vec::new(),
         errors: Vec::new(),
         failures_by_tool: HashMap::new(),
+        thinking: String::new(),
     };
     let result = catch_unwind(AssertUnwindSafe(|| turn.run(input)))
         .unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())));
@@ -244,6 +255,8 @@ struct Turn<'a, 'cb> {
     errors: Vec<ToolErrorRecord>,
     /// Failed attempts per tool name in this turn; a success resets it.
     failures_by_tool: HashMap<String, u32>,
+    /// The reasoning of the reply being handled (empty when it had none).
+    thinking: String,
 }
 
 impl Turn<'_, '_> {
@@ -258,9 +271,10 @@ impl Turn<'_, '_> {
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
-        // The calls of the last round that succeeded: a small model that
-        // got its answer often asks again, word for word, until the limit.
-        let mut answered: Option<Vec<(String, Value)>> = None;
+        // The calls that succeeded in this turn: a small model that got its
+        // answer often asks again, word for word (or going round a few
+        // calls), until the limit.
+        let mut answered: Vec<(String, Value)> = Vec::new();
         loop {
             // 2. Check limits, take steering, fit the window.
             if self.cancel.is_cancelled() {
@@ -278,6 +292,7 @@ impl Turn<'_, '_> {
 
             // 3. Infer.
             let generation = self.infer(&definitions, &tool_choice, &input.rag_context)?;
+            self.thinking = generation.thinking.clone();
             match generation.finish {
                 FinishReason::Cancelled => {
                     return self.cut_short(self.unfinished_prose(&generation.text))
@@ -319,7 +334,8 @@ impl Turn<'_, '_> {
                 .iter()
                 .map(|c| (c.name.clone(), c.arguments.clone()))
                 .collect();
-            if answered.as_ref() == Some(&asked) && parsed.failures.is_empty() {
+            let repeated = asked.iter().all(|call| answered.contains(call));
+            if repeated && parsed.failures.is_empty() {
                 self.refuse_calls(
                     &calls,
                     "the same call with the same arguments already ran; its result is above, \
@@ -332,7 +348,9 @@ impl Turn<'_, '_> {
 
             // 5–7. Validate, execute, inject; then unreadable calls.
             let batch = self.run_calls(&calls, &parsed)?;
-            answered = matches!(batch, BatchOutcome::Succeeded).then_some(asked);
+            if matches!(batch, BatchOutcome::Succeeded) {
+                answered.extend(asked);
+            }
             // A forced choice holds until a call succeeds; after that the
             // model must be free to answer. Past the retry limit, tools are
             // withdrawn so the model answers with what it has.
@@ -817,6 +835,8 @@ impl Turn<'_, '_> {
             self.backend.tool_call_format().trigger()
         };
         let mut filter = StreamFilter::new(trigger);
+        let thinking_format = self.backend.thinking_format();
+        let mut splitter = ThinkingSplitter::new(thinking_format);
         let started = self.started;
         let first_token = &mut self.first_token;
         // Text and retries are reported from inside one backend call, one
@@ -826,8 +846,11 @@ impl Turn<'_, '_> {
             &request,
             &mut |piece| {
                 first_token.get_or_insert_with(|| started.elapsed());
-                if let Some(text) = filter.push(piece) {
-                    callbacks.borrow_mut().token(&text);
+                let part = splitter.push(piece);
+                let mut callbacks = callbacks.borrow_mut();
+                callbacks.thinking(&part.thinking);
+                if let Some(text) = filter.push(&part.text) {
+                    callbacks.token(&text);
                 }
             },
             &mut |retry| {
@@ -837,10 +860,28 @@ impl Turn<'_, '_> {
             },
             self.cancel,
         )?;
+        let rest = splitter.finish();
+        self.callbacks.thinking(&rest.thinking);
+        if let Some(text) = filter.push(&rest.text) {
+            self.callbacks.token(&text);
+        }
         if let Some(text) = filter.finish() {
             self.callbacks.token(&text);
         }
         tracing::debug!(target: targets::RAW_OUTPUT, "{}", generation.text);
+        // The reasoning leaves the text here, for the parser and the
+        // history; a backend that had it apart (a remote API) streamed
+        // none, so its channel gets it whole.
+        let mut generation = generation;
+        let split = thinking::split(thinking_format, &generation.text);
+        if thinking_format != ThinkingFormat::None {
+            generation.text = split.text;
+        }
+        if generation.thinking.is_empty() {
+            generation.thinking = split.thinking;
+        } else {
+            self.callbacks.thinking(&generation.thinking);
+        }
         self.history.mark_sent();
         self.usage.add(Usage {
             prompt_tokens: generation.prompt_tokens,
@@ -1144,7 +1185,13 @@ impl Turn<'_, '_> {
         Ok(())
     }
 
+    /// Adds a reply of the model's to the history, with the reasoning it
+    /// wrote before it.
     fn commit_reply(&mut self, message: Message) -> Result<()> {
+        let message = match message.thinking {
+            None => message.with_thinking(self.thinking.clone()),
+            Some(_) => message,
+        };
         self.inject(message)?;
         self.replied = true;
         self.injected = None;
@@ -1182,6 +1229,7 @@ impl Turn<'_, '_> {
         };
         Response {
             text,
+            thinking: (!self.thinking.is_empty()).then(|| self.thinking.clone()),
             stop_reason,
             tool_calls: std::mem::take(&mut self.records),
             tool_errors: std::mem::take(&mut self.errors),

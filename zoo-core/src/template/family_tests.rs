@@ -335,11 +335,123 @@ fn function_gemma_without_a_template_gets_its_declarations() {
 }
 
 #[test]
-fn smollm2_template_is_detected() {
+fn smollm2_is_taught_hermes_and_can_be_taught_its_card() {
     let template = gguf(
         fixture!("smollm2.jinja"),
         "llama",
         "Smollm2 135M 8k Lc100K Mix1 Ep2",
     );
-    assert_eq!(template.tool_call_format(), ToolCallFormat::SmolLm2);
+    // Measured better than its card's format (see `detect::tool_format`).
+    assert_eq!(template.tool_call_format(), ToolCallFormat::Hermes);
+    let card = template.with_tool_format(ToolCallFormat::SmolLm2);
+    let prompt = card
+        .render(&tool_conversation("call_1"), &[weather_tool()], true)
+        .unwrap();
+    assert!(prompt.contains("You are an expert in composing functions."));
+    assert!(
+        prompt.contains(&written_call(ToolCallFormat::SmolLm2)),
+        "{prompt}"
+    );
+}
+
+/// A chat whose replies reasoned: before a call, and before the answer.
+fn thinking_conversation() -> Vec<Message> {
+    let mut messages = tool_conversation("call_1");
+    messages[2] = messages[2].clone().with_thinking("Need the weather tool.");
+    messages[4] = messages[4].clone().with_thinking("18 means mild.");
+    messages
+}
+
+#[test]
+fn reasoning_formats_are_detected() {
+    use crate::thinking::ThinkingFormat;
+    let cases = [
+        (fixture!("qwen3.jinja"), "qwen3", ThinkingFormat::ThinkTags),
+        (
+            fixture!("deepseek-r1-distill-qwen.jinja"),
+            "qwen2",
+            ThinkingFormat::ThinkTags,
+        ),
+        (
+            fixture!("gpt-oss.jinja"),
+            "gpt-oss",
+            ThinkingFormat::Harmony,
+        ),
+        (
+            fixture!("hermes-3-llama-3.1.jinja"),
+            "llama",
+            ThinkingFormat::None,
+        ),
+        (fixture!("smollm2.jinja"), "llama", ThinkingFormat::None),
+    ];
+    for (source, architecture, format) in cases {
+        assert_eq!(
+            gguf(source, architecture, "m").thinking_format(),
+            format,
+            "{architecture}"
+        );
+    }
+}
+
+#[test]
+fn qwen3_keeps_only_the_current_turns_reasoning() {
+    let template = gguf(fixture!("qwen3.jinja"), "qwen3", "Qwen3 0.6B");
+    // The question after the answer makes both reasoned replies earlier
+    // turns: Qwen3's template drops their reasoning.
+    let prompt = template
+        .render(&thinking_conversation(), &[weather_tool()], true)
+        .unwrap();
+    assert!(!prompt.contains("Need the weather tool."), "{prompt}");
+    assert!(!prompt.contains("18 means mild."), "{prompt}");
+    // Within the current turn (no user message after them) it is kept,
+    // in its <think> block before the call.
+    let current = &thinking_conversation()[..4];
+    let prompt = template.render(current, &[weather_tool()], true).unwrap();
+    assert!(
+        prompt.contains(
+            "<|im_start|>assistant\n<think>\nNeed the weather tool.\n</think>\n\n<tool_call>"
+        ),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn deepseek_r1_opens_the_reasoning_in_the_prompt_and_drops_it_later() {
+    let template = gguf(
+        fixture!("deepseek-r1-distill-qwen.jinja"),
+        "qwen2",
+        "DeepSeek R1 Distill Qwen 1.5B",
+    );
+    let mut messages = vec![Message::user("2+2?")];
+    let prompt = template.render(&messages, &[], true).unwrap();
+    assert!(prompt.ends_with("<｜Assistant｜><think>\n"), "{prompt}");
+    messages.push(Message::assistant("4").with_thinking("Two and two."));
+    messages.push(Message::user("3+3?"));
+    let prompt = template.render(&messages, &[], true).unwrap();
+    assert!(!prompt.contains("Two and two."), "{prompt}");
+    assert!(
+        prompt.contains("<｜Assistant｜>4<｜end▁of▁sentence｜>"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn gpt_oss_reasoning_goes_to_the_analysis_channel_of_calls_only() {
+    let template = gguf(fixture!("gpt-oss.jinja"), "gpt-oss", "Gpt Oss 20b");
+    let prompt = template
+        .render(&thinking_conversation(), &[weather_tool()], true)
+        .unwrap();
+    // A final answer follows the call, so its analysis is dropped too, as
+    // is the answer's own.
+    assert!(!prompt.contains("Need the weather tool."), "{prompt}");
+    assert!(!prompt.contains("18 means mild."), "{prompt}");
+    // While the call is the latest reply, its reasoning is rendered.
+    let current = &thinking_conversation()[..4];
+    let prompt = template.render(current, &[weather_tool()], true).unwrap();
+    assert!(
+        prompt.contains(
+            "<|start|>assistant<|channel|>analysis<|message|>Need the weather tool.<|end|><|start|>assistant to=functions.get_weather"
+        ),
+        "{prompt}"
+    );
 }

@@ -28,6 +28,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::config::TemplateChoice;
 use crate::error::{Error, Result};
 use crate::message::Message;
+use crate::thinking::ThinkingFormat;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// The text of the model's BOS and EOS tokens (e.g. `<s>` and `</s>`),
@@ -107,6 +108,8 @@ pub struct ChatTemplate {
     tool_format: ToolCallFormat,
     origin: String,
     native_tools: bool,
+    /// How the model marks its reasoning (from the template's markers).
+    thinking: ThinkingFormat,
     /// Whether a template that formats tools also writes the calls of
     /// assistant messages (`tool_calls`); some (Granite 3, LFM2) write
     /// only the content, so the calls go into it as text.
@@ -140,6 +143,7 @@ impl ChatTemplate {
             // `tool_prompt`, never passed to the template.
             native_tools: false,
             renders_calls: false,
+            thinking: ThinkingFormat::None,
             special,
         }
     }
@@ -166,6 +170,7 @@ impl ChatTemplate {
             origin: origin.to_string(),
             native_tools: detect::references_tools(source),
             renders_calls: detect::references_name(source, "tool_calls"),
+            thinking: detect::thinking_format(source),
             special,
         })
     }
@@ -243,6 +248,14 @@ impl ChatTemplate {
     /// its family or its own model (SmolLM2) was trained on.
     pub fn tool_call_format(&self) -> ToolCallFormat {
         self.tool_format
+    }
+
+    /// How the model marks its reasoning in a reply.
+    pub fn thinking_format(&self) -> ThinkingFormat {
+        match self.tool_format {
+            ToolCallFormat::Harmony => ThinkingFormat::Harmony,
+            _ => self.thinking,
+        }
     }
 
     /// Renders the prompt for `messages` with `tools` available. With
@@ -427,6 +440,12 @@ fn messages_json(messages: &[Message]) -> Json {
                 }
                 if let Some(name) = &message.name {
                     map.insert("name".into(), name.as_str().into());
+                }
+                // Qwen3's templates read `reasoning_content`, gpt-oss's
+                // `thinking`; each decides which turns keep it.
+                if let Some(thinking) = &message.thinking {
+                    map.insert("reasoning_content".into(), thinking.as_str().into());
+                    map.insert("thinking".into(), thinking.as_str().into());
                 }
                 Json::Object(map)
             })
