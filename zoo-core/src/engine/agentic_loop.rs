@@ -271,9 +271,13 @@ impl Turn<'_, '_> {
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
-        // The calls that succeeded in this turn: a small model that got its
-        // answer often asks again, word for word (or going round a few
-        // calls), until the limit.
+        // A small model that got its answer often asks again, word for
+        // word (or going round a few calls), until the limit. `answered`
+        // holds the calls that succeeded since the last round that made a
+        // call never made before in the turn (`ever`): one that repeats
+        // only those has learnt nothing new since; one after a new call
+        // (an edit before a test run again) may be checking its effect.
+        let mut ever: Vec<(String, Value)> = Vec::new();
         let mut answered: Vec<(String, Value)> = Vec::new();
         loop {
             // 2. Check limits, take steering, fit the window.
@@ -349,6 +353,10 @@ impl Turn<'_, '_> {
             // 5–7. Validate, execute, inject; then unreadable calls.
             let batch = self.run_calls(&calls, &parsed)?;
             if matches!(batch, BatchOutcome::Succeeded) {
+                if asked.iter().any(|call| !ever.contains(call)) {
+                    answered.clear();
+                }
+                ever.extend(asked.iter().cloned());
                 answered.extend(asked);
             }
             // A forced choice holds until a call succeeds; after that the
@@ -849,7 +857,7 @@ impl Turn<'_, '_> {
                 let part = splitter.push(piece);
                 let mut callbacks = callbacks.borrow_mut();
                 callbacks.thinking(&part.thinking);
-                if let Some(text) = filter.push(&part.text) {
+                if let Some(text) = filter.push(&part.text).filter(|t| !t.is_empty()) {
                     callbacks.token(&text);
                 }
             },
@@ -862,7 +870,7 @@ impl Turn<'_, '_> {
         )?;
         let rest = splitter.finish();
         self.callbacks.thinking(&rest.thinking);
-        if let Some(text) = filter.push(&rest.text) {
+        if let Some(text) = filter.push(&rest.text).filter(|t| !t.is_empty()) {
             self.callbacks.token(&text);
         }
         if let Some(text) = filter.finish() {
