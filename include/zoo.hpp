@@ -1,11 +1,12 @@
-/*
- * zoo.hpp: a header-only C++17 wrapper over zoo.h (libzoo).
+/**
+ * @file zoo.hpp
+ * @brief A header-only C++17 wrapper over zoo.h (libzoo).
  *
- *   zoo::Model   a loaded GGUF, shared by agents          (zoo_model)
- *   zoo::Agent   an agent with its own inference thread   (zoo_agent)
- *   zoo::Chat    an asynchronous chat                     (zoo_chat)
- *   zoo::Error   what every failing call throws: code() is the zoo_status,
- *                what() the library's message
+ * - zoo::Model: a loaded GGUF, shared by agents (zoo_model)
+ * - zoo::Agent: an agent with its own inference thread (zoo_agent)
+ * - zoo::Chat: an asynchronous chat (zoo_chat)
+ * - zoo::Error: what every failing call throws: code() is the zoo_status,
+ *   what() the library's message
  *
  * All three handles are RAII and move-only; a moved-from handle is empty,
  * and calling into an empty handle throws zoo::Error(ZOO_INVALID_ARGUMENT).
@@ -47,6 +48,7 @@
 
 #include "zoo.h"
 
+/** Zoo-Keeper's C++ API: RAII handles over zoo.h that throw zoo::Error. */
 namespace zoo {
 
 /* ---- errors ---- */
@@ -54,20 +56,26 @@ namespace zoo {
 /** A failed libzoo call: the status and the library's message. */
 class Error : public std::runtime_error {
 public:
+    /** An error of status `code` (never ZOO_OK) with the library's `message`.
+     *  @param code The failed call's status.
+     *  @param message What went wrong; what() returns it. */
     Error(zoo_status code, const std::string &message)
         : std::runtime_error(message), code_(code) {}
 
-    /** The zoo_status of the failure (never ZOO_OK). */
+    /** The zoo_status of the failure.
+     *  @return The status (never ZOO_OK). */
     zoo_status code() const noexcept { return code_; }
 
-    /** A short static description of code(), e.g. "invalid config". */
+    /** A short description of code().
+     *  @return A static string, e.g. "invalid config" (do not free it). */
     const char *status_name() const noexcept { return zoo_status_str(code_); }
 
 private:
     zoo_status code_;
 };
 
-/** The library version, e.g. "0.1.0". */
+/** The library version.
+ *  @return A static string, e.g. "0.1.0" (do not free it). */
 inline const char *version() noexcept { return zoo_version(); }
 
 /** Which tools a chat may call (zoo_tool_choice). */
@@ -108,7 +116,7 @@ struct ToolOptions {
 
 /** Per-chat options; default-constructed, the agent's defaults. */
 struct ChatOptions {
-    ToolChoice tool_choice = ToolChoice::Default;
+    ToolChoice tool_choice = ToolChoice::Default; ///< which tools the chat may call
     std::string tool_name;                  ///< for ToolChoice::Named
     uint32_t max_tokens = 0;                ///< 0 keeps the agent's limit
     std::optional<std::string> rag_context; ///< shown for this turn only
@@ -119,195 +127,26 @@ struct ChatOptions {
 
 /* ---- JSON helpers ---- */
 
-namespace detail {
-
-/* A small strict JSON reader: enough to find a top-level string member of
- * the response JSON and to quote a string. */
-class JsonReader {
-public:
-    explicit JsonReader(std::string_view s) : s_(s) {}
-
-    /* The decoded string value of top-level member `key`, if the document
-     * is an object that has one. */
-    std::optional<std::string> string_member(std::string_view key) {
-        i_ = 0;
-        ws();
-        if (!eat('{')) return std::nullopt;
-        ws();
-        if (eat('}')) return std::nullopt;
-        for (;;) {
-            std::string name;
-            if (!string(&name)) return std::nullopt;
-            ws();
-            if (!eat(':')) return std::nullopt;
-            ws();
-            if (name == key && peek() == '"') {
-                std::string value;
-                if (!string(&value)) return std::nullopt;
-                return value;
-            }
-            if (!skip_value(0)) return std::nullopt;
-            ws();
-            if (eat(',')) {
-                ws();
-                continue;
-            }
-            return std::nullopt;
-        }
-    }
-
-private:
-    std::string_view s_;
-    size_t i_ = 0;
-
-    char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-    bool eat(char c) {
-        if (peek() != c || i_ >= s_.size()) return false;
-        ++i_;
-        return true;
-    }
-    void ws() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' ||
-                                  s_[i_] == '\r'))
-            ++i_;
-    }
-    bool hex4(unsigned long *out) {
-        if (s_.size() - i_ < 4) return false;
-        unsigned long v = 0;
-        for (int k = 0; k < 4; ++k) {
-            char c = s_[i_++];
-            int h = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-            if (h < 0) return false;
-            v = v * 16 + static_cast<unsigned long>(h);
-        }
-        *out = v;
-        return true;
-    }
-    static void utf8(std::string *out, unsigned long cp) {
-        if (cp < 0x80) {
-            out->push_back(static_cast<char>(cp));
-        } else if (cp < 0x800) {
-            out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-            out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        } else if (cp < 0x10000) {
-            out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-            out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-            out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        } else {
-            out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-            out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-            out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-            out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        }
-    }
-    /* Reads a string; decodes it into *out when out is not null. */
-    bool string(std::string *out) {
-        if (!eat('"')) return false;
-        while (i_ < s_.size()) {
-            unsigned char c = static_cast<unsigned char>(s_[i_++]);
-            if (c == '"') return true;
-            if (c < 0x20) return false;
-            if (c != '\\') {
-                if (out) out->push_back(static_cast<char>(c));
-                continue;
-            }
-            if (i_ >= s_.size()) return false;
-            char e = s_[i_++];
-            char simple = e == '"' ? '"' : e == '\\' ? '\\' : e == '/' ? '/' : e == 'b' ? '\b'
-                        : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t'
-                                                                                  : '\0';
-            if (simple) {
-                if (out) out->push_back(simple);
-                continue;
-            }
-            if (e != 'u') return false;
-            unsigned long cp = 0;
-            if (!hex4(&cp)) return false;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                unsigned long lo = 0;
-                if (!eat('\\') || !eat('u') || !hex4(&lo) || lo < 0xDC00 || lo > 0xDFFF)
-                    return false;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                return false;
-            }
-            if (out) utf8(out, cp);
-        }
-        return false;
-    }
-    bool literal(std::string_view word) {
-        if (s_.substr(i_, word.size()) != word) return false;
-        i_ += word.size();
-        return true;
-    }
-    bool digits() {
-        size_t start = i_;
-        while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-        return i_ > start;
-    }
-    bool number() {
-        eat('-');
-        if (!eat('0') && !digits()) return false;
-        if (eat('.') && !digits()) return false;
-        if (peek() == 'e' || peek() == 'E') {
-            ++i_;
-            if (peek() == '+' || peek() == '-') ++i_;
-            if (!digits()) return false;
-        }
-        return true;
-    }
-    bool skip_value(int depth) {
-        if (depth > 128) return false;
-        switch (peek()) {
-        case '"':
-            return string(nullptr);
-        case 't':
-            return literal("true");
-        case 'f':
-            return literal("false");
-        case 'n':
-            return literal("null");
-        case '{':
-        case '[': {
-            bool object = peek() == '{';
-            char close = object ? '}' : ']';
-            ++i_;
-            ws();
-            if (eat(close)) return true;
-            for (;;) {
-                if (object) {
-                    if (!string(nullptr)) return false;
-                    ws();
-                    if (!eat(':')) return false;
-                    ws();
-                }
-                if (!skip_value(depth + 1)) return false;
-                ws();
-                if (eat(',')) {
-                    ws();
-                    continue;
-                }
-                return eat(close);
-            }
-        }
-        default:
-            return number();
-        }
-    }
-};
-
-} // namespace detail
 
 /** The string member `key` of a JSON object (e.g. "stop_reason" of a
- *  response), decoded; nullopt if there is none or it is not a string. */
+ *  response), decoded by libzoo (zoo_json_string_member).
+ *  @param json A JSON object.
+ *  @param key The member's name.
+ *  @return The member's string; nullopt if there is none, it is not a
+ *          string, or the document is not a JSON object. */
 inline std::optional<std::string> json_string_member(std::string_view json, std::string_view key) {
-    return detail::JsonReader(json).string_member(key);
+    std::string doc(json), name(key);
+    char *member = nullptr;
+    if (zoo_json_string_member(doc.c_str(), name.c_str(), &member, nullptr) != ZOO_OK || !member)
+        return std::nullopt;
+    std::string out(member);
+    zoo_string_free(member);
+    return out;
 }
 
-/** `text` quoted as a JSON string ("a\"b" for a"b). */
+/** `text` quoted as a JSON string.
+ *  @param text UTF-8 text.
+ *  @return The JSON string ("a\"b" for a"b). */
 inline std::string json_quote(std::string_view text) {
     std::string out;
     out.reserve(text.size() + 2);
@@ -334,8 +173,10 @@ inline std::string json_quote(std::string_view text) {
     return out;
 }
 
-/** The `text` of a response JSON; throws zoo::Error(ZOO_INVALID_JSON) if
- *  the JSON has none. */
+/** The `text` of a response JSON.
+ *  @param response_json A response, as Agent::chat returns it.
+ *  @return The reply's text.
+ *  @throws zoo::Error ZOO_INVALID_JSON if the JSON has no "text" string. */
 inline std::string response_text(std::string_view response_json) {
     if (auto text = json_string_member(response_json, "text")) return *text;
     throw Error(ZOO_INVALID_JSON, "the response JSON has no \"text\" string");
@@ -523,9 +364,12 @@ struct ProgressState {
  *  report was taken (false once the call has finished). */
 class ToolContext {
 public:
+    /** A view of the C context a handler receives.
+     *  @param context The handler's zoo_tool_context (not owned). */
     explicit ToolContext(const zoo_tool_context *context) noexcept : c_(context) {}
 
-    /** The call's id ("call_1", ...). */
+    /** The call's id.
+     *  @return The id ("call_1", ...). */
     std::string call_id() const {
         const char *id = nullptr;
         detail::LibString err;
@@ -533,7 +377,8 @@ public:
         return id;
     }
 
-    /** Whether the call is cancelled (the chat's stop, the tool's timeout). */
+    /** Whether the call is cancelled (the chat's stop, the tool's timeout).
+     *  @return true once it is. */
     bool cancelled() const {
         bool cancelled = false;
         detail::LibString err;
@@ -541,7 +386,9 @@ public:
         return cancelled;
     }
 
-    /** Blocks until the call is cancelled or `timeout` passes; whether it is. */
+    /** Blocks until the call is cancelled or `timeout` passes.
+     *  @param timeout How long to wait at most (0 looks without waiting).
+     *  @return Whether the call is cancelled. */
     bool wait_cancelled(std::chrono::milliseconds timeout) const {
         bool cancelled = false;
         detail::LibString err;
@@ -551,7 +398,10 @@ public:
         return cancelled;
     }
 
-    /** Reports a partial result (JSON text); throws zoo::Error if it is not JSON. */
+    /** Reports a partial result as a tool_call_update event.
+     *  @param json The partial result, JSON text.
+     *  @return Whether the report was taken (false once the call has finished).
+     *  @throws zoo::Error ZOO_INVALID_JSON if `json` is not JSON. */
     bool update(const std::string &json) const {
         bool accepted = false;
         detail::LibString err;
@@ -559,7 +409,9 @@ public:
         return accepted;
     }
 
-    /** Reports progress in words. */
+    /** Reports progress in words as a tool_call_progress event.
+     *  @param text The progress (UTF-8).
+     *  @return Whether the report was taken (false once the call has finished). */
     bool progress(const std::string &text) const {
         bool accepted = false;
         detail::LibString err;
@@ -624,6 +476,140 @@ inline void free_confirm(void *user_data) noexcept { delete static_cast<ConfirmF
 
 } // namespace detail
 
+/* ---- backends ---- */
+
+/** Where a backend puts one reply (zoo_backend_sink): a view valid only
+ *  while its generate function runs, from any thread. Each emit returns
+ *  whether it was taken (false once the reply has ended: a stop, the chat's
+ *  time limit, a stop string). Throws zoo::Error for bad input (text that
+ *  is not UTF-8, JSON of another shape). */
+class BackendSink {
+public:
+    /** Wraps the sink a backend's generate function was given.
+     *  @param sink The C sink; not owned. */
+    explicit BackendSink(const zoo_backend_sink *sink) noexcept : s_(sink) {}
+
+    /** A piece of the reply's text (whole UTF-8 characters).
+     *  @param piece The text.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for text that is not UTF-8. */
+    bool text(std::string_view piece) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_emit_text(s_, piece.data(), piece.size(), &accepted, err.out()),
+                      err);
+        return accepted;
+    }
+
+    /** A piece of the model's thinking, kept out of the text.
+     *  @param piece The thinking.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for text that is not UTF-8. */
+    bool thinking(std::string_view piece) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(
+            zoo_backend_sink_emit_thinking(s_, piece.data(), piece.size(), &accepted, err.out()), err);
+        return accepted;
+    }
+
+    /** A tool call returned as data, as the model wrote it.
+     *  @param name The tool's name.
+     *  @param arguments_json The call's arguments as JSON text.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for text that is not UTF-8. */
+    bool tool_call(const std::string &name, const std::string &arguments_json) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_emit_tool_call(s_, name.c_str(), arguments_json.c_str(),
+                                                      &accepted, err.out()),
+                      err);
+        return accepted;
+    }
+
+    /** One item in the JSON shape every language shares (see zoo.h).
+     *  @param item_json The item.
+     *  @return Whether it was taken.
+     *  @throws zoo::Error for JSON of another shape. */
+    bool emit_json(const std::string &item_json) const {
+        bool accepted = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_emit_json(s_, item_json.c_str(), &accepted, err.out()), err);
+        return accepted;
+    }
+
+    /** The reply's token counts.
+     *  @param prompt_tokens The prompt's tokens, the cached ones included.
+     *  @param cached_tokens The prompt tokens read from a cache.
+     *  @param completion_tokens The generated tokens.
+     *  @throws zoo::Error as zoo_backend_sink_set_usage fails. */
+    void usage(uint32_t prompt_tokens, uint32_t cached_tokens, uint32_t completion_tokens) const {
+        detail::LibString err;
+        detail::check(zoo_backend_sink_set_usage(s_, prompt_tokens, cached_tokens,
+                                                 completion_tokens, err.out()),
+                      err);
+    }
+
+    /** Says the model's own token limit cut the reply.
+     *  @throws zoo::Error as zoo_backend_sink_set_finish fails. */
+    void finish_length() const {
+        detail::LibString err;
+        detail::check(zoo_backend_sink_set_finish(s_, ZOO_FINISH_LENGTH, err.out()), err);
+    }
+
+    /** Whether the reply is no longer wanted: return soon.
+     *  @return True once a stop, a time limit or an error ended it.
+     *  @throws zoo::Error as zoo_backend_sink_is_cancelled fails. */
+    bool cancelled() const {
+        bool cancelled = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_is_cancelled(s_, &cancelled, err.out()), err);
+        return cancelled;
+    }
+
+    /** Blocks until the reply is no longer wanted or `timeout` passes.
+     *  @param timeout The longest wait.
+     *  @return Whether the reply is no longer wanted.
+     *  @throws zoo::Error as zoo_backend_sink_wait_cancelled fails. */
+    bool wait_cancelled(std::chrono::milliseconds timeout) const {
+        bool cancelled = false;
+        detail::LibString err;
+        detail::check(zoo_backend_sink_wait_cancelled(s_, static_cast<int64_t>(timeout.count()),
+                                                      &cancelled, err.out()),
+                      err);
+        return cancelled;
+    }
+
+private:
+    const zoo_backend_sink *s_;
+};
+
+/** A backend written in C++: generates one reply to `request_json` (see
+ *  zoo.h's zoo_backend_generate_fn) into `sink`. It runs on the agent's
+ *  host thread, one call at a time; a thrown exception fails the chat with
+ *  ZOO_PROVIDER_FAILED and its what(). */
+using BackendFn = std::function<void(const std::string &request_json, const BackendSink &sink)>;
+
+namespace detail {
+
+/* Calls a backend; never lets an exception out. */
+inline void call_backend(void *user_data, const char *request, size_t len,
+                         const zoo_backend_sink *sink) noexcept {
+    try {
+        const BackendFn &fn = *static_cast<const BackendFn *>(user_data);
+        fn(std::string(request, len), BackendSink(sink));
+    } catch (const std::exception &e) {
+        if (zoo_backend_sink_set_error(sink, e.what(), nullptr) != ZOO_OK)
+            zoo_backend_sink_set_error(sink, "the backend threw an exception", nullptr);
+    } catch (...) {
+        zoo_backend_sink_set_error(sink, "the backend threw an exception", nullptr);
+    }
+}
+
+inline void free_backend(void *user_data) noexcept { delete static_cast<BackendFn *>(user_data); }
+
+} // namespace detail
+
 /* ---- Model ---- */
 
 /** A loaded GGUF model. Agents created from it keep the weights alive, so
@@ -631,9 +617,15 @@ inline void free_confirm(void *user_data) noexcept { delete static_cast<ConfirmF
 class Model {
 public:
     Model() noexcept = default;
-    /** Takes ownership of a zoo_model from the C API. */
+    /** Takes ownership of a zoo_model from the C API.
+     *  @param adopt The handle; this object frees it. */
     explicit Model(zoo_model *adopt) noexcept : m_(adopt) {}
+    /** Takes the handle of `other`, which is left empty.
+     *  @param other The handle to move from. */
     Model(Model &&other) noexcept : m_(std::exchange(other.m_, nullptr)) {}
+    /** Frees this handle and takes the one of `other`, which is left empty.
+     *  @param other The handle to move from.
+     *  @return This handle. */
     Model &operator=(Model &&other) noexcept {
         if (this != &other) {
             reset();
@@ -645,8 +637,12 @@ public:
     Model &operator=(const Model &) = delete;
     ~Model() { reset(); }
 
-    /** Loads a GGUF. `params_json` is empty (defaults) or a JSON object with
-     *  `gpu_layers` and `use_mmap`. Throws zoo::Error. */
+    /** Loads a GGUF.
+     *  @param path The GGUF file.
+     *  @param params_json Empty (the defaults) or a JSON object with
+     *         `gpu_layers` and `use_mmap`.
+     *  @return The model.
+     *  @throws zoo::Error as zoo_model_load fails. */
     static Model load(const std::string &path, const std::string &params_json = {}) {
         detail::LibString err;
         zoo_model *m = nullptr;
@@ -657,7 +653,13 @@ public:
 
     /** Like load, reporting progress (on this thread) to `progress`. If it
      *  returns false the load ends with zoo::Error(ZOO_CANCELLED); if it
-     *  throws, the load is cancelled and the exception rethrown here. */
+     *  throws, the load is cancelled and the exception rethrown here.
+     *  @param path The GGUF file.
+     *  @param params_json Empty (the defaults) or a JSON object with
+     *         `gpu_layers` and `use_mmap`.
+     *  @param progress Called with the progress from 0 to 1.
+     *  @return The model.
+     *  @throws zoo::Error as zoo_model_load_with_progress fails. */
     static Model load(const std::string &path, const std::string &params_json,
                       ProgressFn progress) {
         detail::ProgressState state{std::move(progress), nullptr};
@@ -674,17 +676,24 @@ public:
         return Model(m);
     }
 
-    /** The GGUF metadata as JSON (chat_template, architecture, name, special). */
+    /** The model's GGUF metadata.
+     *  @return A JSON object: chat_template, architecture, name, special. */
     std::string metadata_json() const {
         detail::LibString out, err;
         detail::check(zoo_model_metadata_json(m_, out.out(), err.out()), err);
         return out.str();
     }
 
+    /** The C handle, for calls into zoo.h (still owned by this object).
+     *  @return The handle, or NULL when empty. */
     const zoo_model *get() const noexcept { return m_; }
+    /** Whether this object holds a handle.
+     *  @return false when empty (default-constructed, moved from, reset). */
     explicit operator bool() const noexcept { return m_ != nullptr; }
-    /** Gives up ownership (the caller frees it with zoo_model_free). */
+    /** Gives up ownership (the caller frees it with zoo_model_free).
+     *  @return The handle, or NULL when empty; this object is left empty. */
     zoo_model *release() noexcept { return std::exchange(m_, nullptr); }
+    /** Frees the handle now (agents made from it keep the weights). */
     void reset() noexcept { zoo_model_free(std::exchange(m_, nullptr)); }
 
 private:
@@ -698,8 +707,13 @@ private:
 class Chat {
 public:
     Chat() noexcept = default;
+    /** Takes the handle of `other`, which is left empty.
+     *  @param other The handle to move from. */
     Chat(Chat &&other) noexcept
         : c_(std::exchange(other.c_, nullptr)), state_(std::move(other.state_)) {}
+    /** Frees this handle and takes the one of `other`, which is left empty.
+     *  @param other The handle to move from.
+     *  @return This handle. */
     Chat &operator=(Chat &&other) noexcept {
         if (this != &other) {
             reset();
@@ -712,18 +726,23 @@ public:
     Chat &operator=(const Chat &) = delete;
     ~Chat() { reset(); }
 
-    /** Blocks until the chat ends; returns the response JSON. Throws
-     *  zoo::Error if the chat failed, or rethrows what a token or event
-     *  callback threw. Do not call it from the agent's own callbacks. */
+    /** Blocks until the chat ends. Do not call it from the agent's own
+     *  callbacks.
+     *  @return The response JSON.
+     *  @throws zoo::Error if the chat failed; or what a token or event
+     *          callback threw, rethrown. */
     std::string wait() const { return *wait_impl(-1); }
 
-    /** Waits up to `timeout`: the response JSON, or nullopt if the chat is
-     *  still running. Throws like wait(). */
+    /** Waits up to `timeout` for the chat to end.
+     *  @param timeout How long to wait at most (negative: not at all).
+     *  @return The response JSON, or nullopt if the chat is still running.
+     *  @throws zoo::Error like wait(). */
     std::optional<std::string> wait_for(std::chrono::milliseconds timeout) const {
         return wait_impl(timeout.count() < 0 ? 0 : static_cast<int64_t>(timeout.count()));
     }
 
-    /** Whether the chat has ended (never blocks). */
+    /** Whether the chat has ended (never blocks).
+     *  @return true once it has. */
     bool done() const {
         bool d = false;
         zoo_status s = zoo_chat_poll(c_, &d);
@@ -737,7 +756,11 @@ public:
         if (s != ZOO_OK) throw Error(s, "zoo_chat_cancel on an empty zoo::Chat");
     }
 
+    /** The C handle, for calls into zoo.h (still owned by this object).
+     *  @return The handle, or NULL when empty. */
     const zoo_chat *get() const noexcept { return c_; }
+    /** Whether this object holds a handle.
+     *  @return false when empty (default-constructed, moved from, reset). */
     explicit operator bool() const noexcept { return c_ != nullptr; }
 
     /** Frees the handle (the chat goes on). */
@@ -777,9 +800,15 @@ private:
 class Agent {
 public:
     Agent() noexcept = default;
-    /** Takes ownership of a zoo_agent from the C API. */
+    /** Takes ownership of a zoo_agent from the C API.
+     *  @param adopt The handle; this object frees it. */
     explicit Agent(zoo_agent *adopt) noexcept : a_(adopt) {}
+    /** Takes the handle of `other`, which is left empty.
+     *  @param other The handle to move from. */
     Agent(Agent &&other) noexcept : a_(std::exchange(other.a_, nullptr)) {}
+    /** Frees this handle and takes the one of `other`, which is left empty.
+     *  @param other The handle to move from.
+     *  @return This handle. */
     Agent &operator=(Agent &&other) noexcept {
         if (this != &other) {
             reset();
@@ -792,8 +821,10 @@ public:
     /** Cancels the running chat, fails queued ones, joins the thread. */
     ~Agent() { reset(); }
 
-    /** Creates an agent from a JSON config (model_path, temperature, ...),
-     *  loading its model. Throws zoo::Error. */
+    /** Creates an agent from a JSON config, loading its model.
+     *  @param config_json The config (model_path or provider, temperature, ...).
+     *  @return The agent.
+     *  @throws zoo::Error as zoo_agent_create fails. */
     static Agent create(const std::string &config_json) {
         detail::LibString err;
         zoo_agent *a = nullptr;
@@ -801,8 +832,12 @@ public:
         return Agent(a);
     }
 
-    /** Creates an agent on a loaded model (config may be empty for the
-     *  defaults); agents on one model share its weights. */
+    /** Creates an agent on a loaded model; agents on one model share its
+     *  weights.
+     *  @param model The loaded model.
+     *  @param config_json The config, or empty for the defaults.
+     *  @return The agent.
+     *  @throws zoo::Error as zoo_agent_create_with_model fails. */
     static Agent create(const Model &model, const std::string &config_json = {}) {
         detail::LibString err;
         zoo_agent *a = nullptr;
@@ -812,8 +847,13 @@ public:
         return Agent(a);
     }
 
-    /** An agent on a scripted mock model, for tests: `replies_json` is a
-     *  JSON array of replies (strings, or {"error": "..."}), see zoo.h. */
+    /** An agent on a scripted mock model, for tests (zoo_agent_create_mock).
+     *  @param replies_json A JSON array of replies (strings, or
+     *         {"error": "..."}).
+     *  @param piece_delay_ms Milliseconds waited before each streamed word.
+     *  @param config_json The config, or empty for the defaults.
+     *  @return The agent.
+     *  @throws zoo::Error as zoo_agent_create_mock fails. */
     static Agent mock(const std::string &replies_json = "[]", uint32_t piece_delay_ms = 0,
                       const std::string &config_json = {}) {
         detail::LibString err;
@@ -824,8 +864,35 @@ public:
         return Agent(a);
     }
 
-    /** Sends `message` and blocks until the reply is complete; returns the
-     *  response JSON. Throws zoo::Error, or what a callback threw. */
+    /** An agent on a backend written in C++: the engine calls `generate`
+     *  on its inference thread for each model reply, and estimates token
+     *  counts (zoo_backend.count_tokens in C counts them).
+     *  @param generate Writes one reply to the BackendSink it is given; an
+     *         exception fails the reply with its what().
+     *  @param config_json The agent's config JSON (empty for the defaults);
+     *         its provider unset or {"type": "host", ...}.
+     *  @return The agent.
+     *  @throws zoo::Error as zoo_agent_create_with_backend fails. */
+    static Agent with_backend(BackendFn generate, const std::string &config_json = {}) {
+        zoo_backend backend{};
+        backend.generate = &detail::call_backend;
+        // libzoo owns the heap copy from here on and frees it exactly once.
+        backend.user_data = new BackendFn(std::move(generate));
+        backend.free_user_data = &detail::free_backend;
+        detail::LibString err;
+        zoo_agent *a = nullptr;
+        detail::check(zoo_agent_create_with_backend(detail::c_str_or_null(config_json), &backend, &a,
+                                                    err.out()),
+                      err);
+        return Agent(a);
+    }
+
+    /** Sends `message` and blocks until the reply is complete.
+     *  @param message The user's message (UTF-8).
+     *  @param options The chat's options and callbacks.
+     *  @return The response JSON.
+     *  @throws zoo::Error as zoo_agent_chat fails; or what a callback
+     *          threw, rethrown. */
     std::string chat(const std::string &message, const ChatOptions &options = {}) const {
         auto state = std::make_shared<detail::ChatState>();
         state->on_token = options.on_token;
@@ -841,14 +908,23 @@ public:
         return out.str();
     }
 
-    /** chat() and return only the response's text. */
+    /** chat(), and only the response's text.
+     *  @param message The user's message (UTF-8).
+     *  @param options The chat's options and callbacks.
+     *  @return The reply's text.
+     *  @throws zoo::Error like chat(). */
     std::string chat_text(const std::string &message, const ChatOptions &options = {}) const {
         return response_text(chat(message, options));
     }
 
-    /** Sends `message` and returns at once. `on_complete` (optional) runs
-     *  when the chat ends, on the inference thread, and may destroy this
-     *  Agent (e.g. reset an std::optional<Agent> holding it). */
+    /** Sends `message` and returns at once.
+     *  @param message The user's message (UTF-8).
+     *  @param options The chat's options and callbacks.
+     *  @param on_complete Runs when the chat ends (may be empty), on the
+     *         inference thread; it may destroy this Agent (e.g. reset an
+     *         std::optional<Agent> holding it).
+     *  @return The chat's handle.
+     *  @throws zoo::Error as zoo_agent_chat_async fails. */
     Chat chat_async(const std::string &message, const ChatOptions &options = {},
                     CompleteFn on_complete = {}) const {
         auto state = std::make_shared<detail::ChatState>();
@@ -876,10 +952,15 @@ public:
         if (s != ZOO_OK) throw Error(s, "zoo_agent_stop on an empty zoo::Agent");
     }
 
-    /** Registers a tool (replacing one of the same name). `schema_json` is
-     *  the JSON schema of the arguments object. With tool_execution
-     *  "parallel" or {"batched": N}, `fn` may run on several tool threads at
-     *  once (unless `options.exclusive`). Throws zoo::Error. */
+    /** Registers a tool (replacing one of the same name). With
+     *  tool_execution "parallel" or {"batched": N}, `fn` may run on several
+     *  tool threads at once (unless `options.exclusive`).
+     *  @param name The tool's name (^[A-Za-z0-9_-]{1,64}$).
+     *  @param description What the tool does, for the model.
+     *  @param schema_json The JSON schema of the arguments object.
+     *  @param fn Runs each call.
+     *  @param options How the tool runs.
+     *  @throws zoo::Error as zoo_agent_register_tool_with_options fails. */
     void register_tool(const std::string &name, const std::string &description,
                        const std::string &schema_json, ToolFn fn,
                        const ToolOptions &options = {}) const {
@@ -896,7 +977,13 @@ public:
 
     /** Registers a tool whose function also takes its call's ToolContext
      *  (the call id, its cancel token, progress reports); otherwise as
-     *  register_tool. Throws zoo::Error. */
+     *  register_tool.
+     *  @param name The tool's name (^[A-Za-z0-9_-]{1,64}$).
+     *  @param description What the tool does, for the model.
+     *  @param schema_json The JSON schema of the arguments object.
+     *  @param fn Runs each call, with its context.
+     *  @param options How the tool runs.
+     *  @throws zoo::Error as zoo_agent_register_tool_with_context fails. */
     void register_tool_with_context(const std::string &name, const std::string &description,
                                     const std::string &schema_json, ContextToolFn fn,
                                     const ToolOptions &options = {}) const {
@@ -909,10 +996,12 @@ public:
                       err);
     }
 
-    /** Adds built-in tools: `options_json` is {"tools": [...], "workspace":
-     *  "...", "bash_deny": [...]} (as the config's builtin_tools); `confirm`
-     *  (may be empty) is asked before write_file, edit_file and bash run.
-     *  Throws zoo::Error. */
+    /** Adds built-in tools (zoo_agent_add_builtin_tools).
+     *  @param options_json {"tools": [...], "workspace": "...", "bash_deny":
+     *         [...]}, as the config's builtin_tools.
+     *  @param confirm Asked before write_file, edit_file and bash run (may
+     *         be empty: ask nothing).
+     *  @throws zoo::Error as zoo_agent_add_builtin_tools fails. */
     void add_builtin_tools(const std::string &options_json, ConfirmFn confirm = {}) const {
         detail::LibString err;
         if (!confirm) {
@@ -928,7 +1017,9 @@ public:
                       err);
     }
 
-    /** Removes a tool; returns whether it was registered. */
+    /** Removes a tool.
+     *  @param name The tool's name.
+     *  @return Whether it was registered. */
     bool unregister_tool(const std::string &name) const {
         detail::LibString err;
         bool removed = false;
@@ -936,14 +1027,17 @@ public:
         return removed;
     }
 
-    /** The conversation as a JSON array of messages, system prompt first. */
+    /** The conversation.
+     *  @return A JSON array of messages, system prompt first. */
     std::string history_json() const {
         detail::LibString out, err;
         detail::check(zoo_agent_history_json(a_, out.out(), err.out()), err);
         return out.str();
     }
 
-    /** Replaces the conversation (e.g. with a saved history_json()). */
+    /** Replaces the conversation (e.g. with a saved history_json()).
+     *  @param history_json A JSON array of messages.
+     *  @throws zoo::Error ZOO_INVALID_JSON, ZOO_INVALID_MESSAGE_SEQUENCE. */
     void set_history_json(const std::string &history_json) const {
         detail::LibString err;
         detail::check(zoo_agent_set_history_json(a_, history_json.c_str(), err.out()), err);
@@ -955,7 +1049,8 @@ public:
         detail::check(zoo_agent_clear_history(a_, err.out()), err);
     }
 
-    /** Sets the system prompt. */
+    /** Sets the system prompt.
+     *  @param prompt The new system prompt (UTF-8). */
     void set_system_prompt(const std::string &prompt) const {
         detail::LibString err;
         detail::check(zoo_agent_set_system_prompt(a_, prompt.c_str(), err.out()), err);
@@ -967,9 +1062,14 @@ public:
         detail::check(zoo_agent_set_system_prompt(a_, nullptr, err.out()), err);
     }
 
+    /** The C handle, for calls into zoo.h (still owned by this object).
+     *  @return The handle, or NULL when empty. */
     const zoo_agent *get() const noexcept { return a_; }
+    /** Whether this object holds a handle.
+     *  @return false when empty (default-constructed, moved from, reset). */
     explicit operator bool() const noexcept { return a_ != nullptr; }
-    /** Gives up ownership (the caller frees it with zoo_agent_free). */
+    /** Gives up ownership (the caller frees it with zoo_agent_free).
+     *  @return The handle, or NULL when empty; this object is left empty. */
     zoo_agent *release() noexcept { return std::exchange(a_, nullptr); }
     /** Frees the agent now (see the destructor). */
     void reset() noexcept { zoo_agent_free(std::exchange(a_, nullptr)); }

@@ -20,6 +20,14 @@ export declare class NativeAgent {
    * checks it.
    */
   registerTool(name: string, description: string, schemaJson: string, handler: (arg0: string, arg1: NativeToolContext) => Promise<string>, optionsJson?: string | undefined | null): void
+  /**
+   * Adds built-in tools: `options_json` is `{"tools", "workspace",
+   * "bash_deny"}` (the config's `builtin_tools`); `confirm` (the
+   * package's wrapper of the host's callback, or null) is called with
+   * `{"tool", "arguments"}` before `write_file`, `edit_file` and `bash`
+   * run, and resolves to the envelope of a boolean.
+   */
+  addBuiltinTools(optionsJson: string, confirm?: ((arg: string) => Promise<string>) | undefined | null): void
   /** Removes a tool; returns whether it existed. */
   unregisterTool(name: string): boolean
   /**
@@ -33,9 +41,11 @@ export declare class NativeAgent {
    * chat's items in order: 0 token, 1 event (JSON), 2 the response (JSON,
    * last), 3 an error (`[zoo:CODE] message`, last). Tokens and events
    * are sent only when `withTokens` and `withEvents` ask for them, so a
-   * chat nobody streams costs no thread crossing per token.
+   * chat nobody streams costs no thread crossing per token. `hooks` (a
+   * dispatcher as `setHooks` takes it, for the points in `hookNames`)
+   * runs in this chat instead of the agent's hooks.
    */
-  chat(message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null): NativeChat
+  chat(message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null, hooks?: ((json: string) => Promise<string>) | undefined | null, hookNames?: Array<string> | undefined | null): NativeChat
   /** Cancels the chat in flight; it ends as `cancelled` within ~100 ms. */
   stop(): void
   /** Sends a message to the running chat (or the next one). */
@@ -61,19 +71,19 @@ export declare class NativeAgent {
   removeMcpServer(name: string): Promise<boolean>
   /** The MCP servers added, as a JSON array. */
   mcpServersJson(): string
-  /** The conversation as JSON (never waits for a running chat). */
   /** Offers a child agent as a tool (`specJson` as the core reads it). */
   addSubagent(specJson: string): void
   /** Activates a skill; returns its instructions. */
   activateSkill(name: string): string
   /** Shows every tool again after a skill restricted them. */
   deactivateSkill(): void
-  /** The config's skills as JSON. */
-  skillsJson(): string
   /** The tools the model is shown, as JSON. */
   toolsJson(): string
+  /** The config's skills as JSON. */
+  skillsJson(): string
   /** The id of the session the conversation is kept in, if any. */
   sessionId(): string | null
+  /** The conversation as JSON (never waits for a running chat). */
   historyJson(): string
   /**
    * Replaces the conversation (a JSON array of messages), after the
@@ -102,6 +112,30 @@ export declare class NativeAgent {
    * more. Returns whether the thread finished.
    */
   closeWithin(timeoutMs: number): boolean
+}
+
+/**
+ * Where a JavaScript backend puts one reply (the package's wrapper emits
+ * into it). Once the reply has ended, emits are dropped and return false.
+ */
+export declare class NativeBackendSink {
+  /** Emits a piece of the reply's text; whether it was taken. */
+  text(text: string): boolean
+  /**
+   * Emits one item in its JSON form (`{"type": "tool_call", ...}`, keys
+   * in snake_case); whether it was taken. Throws code 3 for another shape.
+   */
+  emitJson(json: string): boolean
+  /**
+   * Whether the reply is no longer wanted (a stop, the chat's time
+   * limit, a stop string, an error item).
+   */
+  get cancelled(): boolean
+  /**
+   * Calls `callback` on the JS thread once the reply is no longer wanted
+   * (at once if it already is). Dropped unrun when the reply completes.
+   */
+  onCancel(callback: () => void): void
 }
 
 /** A chat started with `NativeAgent.chat`. */
@@ -174,16 +208,25 @@ export declare class NativeToolContext {
   onCancel(callback: () => void): void
 }
 
-/** Opens (or creates) the session store at `path`. */
-export declare function openSessionStore(path: string): Promise<NativeSessionStore>
-
 /**
  * Starts an agent off the JS thread. `configJson` holds the config keys
  * (snake_case JSON): a `model_path`, or a `provider` such as the scripted
  * mock (`{"type": "mock", "replies": [...], "piece_delay_ms": N}`);
- * `model` shares a loaded model instead.
+ * `model` shares a loaded model instead; `generate(requestJson, sink)` is
+ * the package's wrapper of a backend written in JavaScript (a Promise of
+ * `{"ok":true}` or `{"ok":false,"error":"..."}`), with `countTokens`
+ * (`messageJson` to the envelope of a number) if it counts.
  */
-export declare function createAgent(configJson: string, model?: NativeModel | undefined | null): Promise<NativeAgent>
+export declare function createAgent(configJson: string, model?: NativeModel | undefined | null, generate?: ((arg0: string, arg1: NativeBackendSink) => Promise<string>) | undefined | null, countTokens?: ((arg: string) => Promise<string>) | undefined | null): Promise<NativeAgent>
+
+/** Records dropped because the function could not keep up. */
+export declare function droppedLogs(): number
+
+/**
+ * Resolves, within `timeoutMs`, to whether every record emitted so far
+ * has reached the function.
+ */
+export declare function flushLogs(timeoutMs: number): Promise<boolean>
 
 /**
  * Loads a GGUF file off the JavaScript thread. `paramsJson` holds the
@@ -193,3 +236,16 @@ export declare function loadModel(path: string, paramsJson: string): Promise<Nat
 
 /** The version of the native module (the workspace version). */
 export declare function nativeVersion(): string
+
+/** Opens (or creates) the session store at `path`. */
+export declare function openSessionStore(path: string): Promise<NativeSessionStore>
+
+/**
+ * Sends the engine's records at `level` (`off`, `error`, `warn`, `info`,
+ * `debug`, `trace`) and above to `receive(recordsJson)`, replacing any
+ * earlier function; null removes it.
+ */
+export declare function setLogFunction(receive: ((recordsJson: string) => void) | null, level: string): void
+
+/** Changes the level records are collected at. */
+export declare function setLogLevel(level: string): void

@@ -836,11 +836,16 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeAgent = nativeBinding.NativeAgent
+module.exports.NativeBackendSink = nativeBinding.NativeBackendSink
 module.exports.NativeChat = nativeBinding.NativeChat
 module.exports.NativeModel = nativeBinding.NativeModel
 module.exports.NativeSessionStore = nativeBinding.NativeSessionStore
 module.exports.NativeToolContext = nativeBinding.NativeToolContext
 module.exports.createAgent = nativeBinding.createAgent
+module.exports.droppedLogs = nativeBinding.droppedLogs
+module.exports.flushLogs = nativeBinding.flushLogs
 module.exports.loadModel = nativeBinding.loadModel
-module.exports.openSessionStore = nativeBinding.openSessionStore
 module.exports.nativeVersion = nativeBinding.nativeVersion
+module.exports.openSessionStore = nativeBinding.openSessionStore
+module.exports.setLogFunction = nativeBinding.setLogFunction
+module.exports.setLogLevel = nativeBinding.setLogLevel

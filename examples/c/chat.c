@@ -127,16 +127,23 @@ static void on_token(void *user_data, const char *text, size_t len) {
     fflush(stdout);
 }
 
-/* Shows tool calls on stderr. Events are JSON whose first member is
- * "type" (e.g. {"type":"tool_call_started","id":...}). */
+/* Shows tool calls on stderr. Events are JSON objects with a "type"
+ * (e.g. {"agent_id":1,"chat_id":1,"seq":3,"type":"tool_call_started",...}),
+ * which libzoo's own JSON reader picks out; `json` is not NUL-terminated
+ * (see zoo_event_fn), so it reads a terminated copy. */
 static void on_event(void *user_data, const char *json, size_t len) {
     (void)user_data;
-    static const char started[] = "{\"type\":\"tool_call_started\"";
-    static const char finished[] = "{\"type\":\"tool_call_finished\"";
-    if ((len >= sizeof started - 1 && memcmp(json, started, sizeof started - 1) == 0) ||
-        (len >= sizeof finished - 1 && memcmp(json, finished, sizeof finished - 1) == 0)) {
+    char *copy = malloc(len + 1);
+    if (!copy) return;
+    memcpy(copy, json, len);
+    copy[len] = '\0';
+    char *type = NULL;
+    if (zoo_json_string_member(copy, "type", &type, NULL) == ZOO_OK && type &&
+        (strcmp(type, "tool_call_started") == 0 || strcmp(type, "tool_call_finished") == 0)) {
         fprintf(stderr, "\n  [tool] %.*s\n", (int)len, json);
     }
+    zoo_string_free(type);
+    free(copy);
 }
 
 static bool on_progress(void *user_data, float progress) {

@@ -89,155 +89,77 @@ function camelMessage(message) {
 /** A backquoted key or key path (`builtin_tools.workspace`); those with an underscore are renamed. */
 const KEY_IN_MESSAGE = /`((?:[a-z][a-z0-9_]*(?:\[\d+\])*\.)*[a-z][a-z0-9_]*(?:\[\d+\])*)`/g
 
-function toolCall(call) {
-  return { id: call.id, name: call.name, arguments: call.arguments }
-}
+/**
+ * Keys whose values are the user's own data (a tool's arguments and result,
+ * a call's update, a session's metadata): they cross as they are, in either
+ * direction. Every other key of the engine's shapes is renamed.
+ */
+const USER_DATA = new Set(['arguments', 'result', 'update', 'metadata'])
 
-function toMessage(m) {
-  const out = { role: m.role, content: m.content }
-  if (m.tool_calls?.length) out.toolCalls = m.tool_calls.map(toolCall)
-  if (m.tool_call_id != null) out.toolCallId = m.tool_call_id
-  if (m.name != null) out.name = m.name
-  if (m.is_error) out.isError = true
-  if (m.images?.length) out.images = m.images.map((i) => ({ mimeType: i.mime_type, data: i.data }))
-  if (m.thinking != null) out.thinking = m.thinking
-  return out
-}
-
-function fromMessage(m) {
-  if (m === null || typeof m !== 'object') return m
-  const out = { role: m.role, content: m.content ?? '' }
-  if (m.toolCalls !== undefined) out.tool_calls = m.toolCalls
-  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId
-  if (m.name !== undefined) out.name = m.name
-  if (m.isError !== undefined) out.is_error = m.isError
-  if (Array.isArray(m.images)) {
-    out.images = m.images.map((i) => (i !== null && typeof i === 'object' ? { mime_type: i.mimeType, data: i.data } : i))
-  } else if (m.images !== undefined) out.images = m.images
-  if (m.thinking !== undefined) out.thinking = m.thinking
-  return out
-}
-
-function toolCallRecord(r) {
-  const out = { id: r.id, name: r.name, arguments: r.arguments, durationMs: r.duration_ms }
-  if ('result' in r) out.result = r.result
-  if ('error' in r) out.error = r.error
-  return out
-}
-
-function toolErrorRecord(r) {
-  return { tool: r.tool, kind: r.kind, message: r.message, attempt: r.attempt }
-}
-
-function toResponse(r) {
-  const out = {
-    text: r.text,
-    stopReason: r.stop_reason,
-    toolCalls: r.tool_calls.map(toolCallRecord),
-    toolErrors: r.tool_errors.map(toolErrorRecord),
-    usage: camelKeys(r.usage),
-    metrics: camelKeys(r.metrics),
-  }
-  if (r.thinking != null) out.thinking = r.thinking
+/**
+ * The engine's JSON as Node shows it: every key in camelCase, at every
+ * depth, but inside the user's own data (USER_DATA); values as they are
+ * (`stopReason: 'tool_limit'`). Generic, so a field the engine adds
+ * reaches Node without a change here.
+ */
+function toNode(value) {
+  if (Array.isArray(value)) return value.map(toNode)
+  if (value === null || typeof value !== 'object') return value
+  const out = {}
+  for (const [key, item] of Object.entries(value)) out[camel(key)] = USER_DATA.has(key) ? item : toNode(item)
   return out
 }
 
 /**
- * An event as Node shows it: the engine's JSON with camelCase keys
- * (`agentId`, `chatId`, `seq`, `durationMs`, `stopReason`), values as they
- * are (`type: 'turn_started'`), a tool's own `arguments` and `result`
- * untouched, and removed messages in the shape `history()` returns.
+ * The reverse of toNode, for what Node hands the engine (messages): keys
+ * in snake_case but inside the user's own data. Anything that is not an
+ * object is left for the engine to refuse, with its own message.
  */
-function toEvent(e) {
+function fromNode(value) {
+  if (Array.isArray(value)) return value.map(fromNode)
+  if (value === null || typeof value !== 'object') return value
   const out = {}
-  for (const [key, value] of Object.entries(e)) {
-    if (key === 'arguments' || key === 'result') out[key] = value
-    else if (key === 'removed') out.removed = value.map(toMessage)
-    else if (key === 'usage') out.usage = camelKeys(value)
-    else out[camel(key)] = value
+  for (const [key, item] of Object.entries(value)) {
+    const name = snake(key)
+    out[name] = USER_DATA.has(name) ? item : fromNode(item)
   }
   return out
 }
+
+/** A history message as Node shows it (`toolCalls`, `toolCallId`, `isError`, `images[].mimeType`). */
+const toMessage = toNode
+
+/** A message from Node, with an empty `content` when it has none. */
+function fromMessage(m) {
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) return m
+  return fromNode({ ...m, content: m.content ?? '' })
+}
+
+/** A response: `stopReason`, `toolCalls[].durationMs`, `usage.promptTokens`, ... */
+const toResponse = toNode
+
+/** An event: `agentId`, `chatId`, `seq`, `durationMs`, removed messages as history() shows them. */
+const toEvent = toNode
 
 /** A log record as Node sees it: `{level, target, message, fields}`, the fields' keys in camelCase. */
 function toLogRecord(r) {
   return { level: r.level, target: r.target, message: r.message, fields: camelKeys(r.fields) }
 }
 
-// An MCP server description's keys: the engine's name for each and what
-// its value must be. `command` means stdio, `url` Streamable HTTP.
-const MCP_KEYS = {
-  command: ['command', 'string'],
-  args: ['args', 'strings'],
-  env: ['env', 'record'],
-  cwd: ['cwd', 'string'],
-  url: ['url', 'string'],
-  bearerToken: ['bearer_token', 'string'],
-  headers: ['headers', 'record'],
-  timeoutMs: ['timeout_ms', 'milliseconds'],
-  maxMessageBytes: ['max_message_bytes', 'bytes'],
-}
-const MCP_STDIO_KEYS = ['command', 'args', 'env', 'cwd', 'timeoutMs', 'maxMessageBytes']
-const MCP_HTTP_KEYS = ['url', 'bearerToken', 'headers', 'timeoutMs', 'maxMessageBytes']
-
-/** Why `value` is not of `kind` (null when it is). */
-function mcpValueProblem(key, kind, value) {
-  switch (kind) {
-    case 'string':
-      return typeof value === 'string' ? null : `\`${key}\` must be a string`
-    case 'strings':
-      return Array.isArray(value) && value.every((a) => typeof a === 'string') ? null : `\`${key}\` must be an array of strings`
-    case 'record': {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) return `\`${key}\` must be an object of strings`
-      const bad = Object.entries(value).find(([, entry]) => typeof entry !== 'string')
-      return bad ? `\`${key}.${bad[0]}\` must be a string, got ${typeof bad[1]}` : null
-    }
-    case 'bytes':
-      return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (bytes), got ${value}`
-    default:
-      return Number.isSafeInteger(value) && value >= 1 ? null : `\`${key}\` must be a positive integer (milliseconds), got ${value}`
-  }
-}
-
 /**
  * An MCP server's description (`{command, args, env, cwd, timeoutMs}` or
- * `{url, bearerToken, headers, timeoutMs}`) to the engine's JSON form;
- * returns the JSON or throws the reason it is wrong (a string).
+ * `{url, bearerToken, headers, timeoutMs}`) as the engine's JSON: its own
+ * keys in snake_case (`env` and `headers` stay the user's). The engine
+ * checks it, with the same messages in every language (camelCased back).
+ * Returns undefined for a value JSON has no form for.
  */
 function mcpTransportJson(transport) {
-  if (transport === null || typeof transport !== 'object' || Array.isArray(transport)) {
-    throw 'the transport must be an object: {command, args?, env?, cwd?} or {url, bearerToken?, headers?}'
-  }
-  const given = Object.keys(transport).filter((key) => transport[key] !== undefined)
-  const stdio = given.includes('command')
-  if (stdio === given.includes('url')) throw 'the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)'
-  const allowed = stdio ? MCP_STDIO_KEYS : MCP_HTTP_KEYS
-  const out = { type: stdio ? 'stdio' : 'http' }
-  for (const key of given) {
-    if (!allowed.includes(key)) {
-      throw `unknown key \`${key}\` for ${stdio ? 'a stdio' : 'an HTTP'} server (expected ${allowed.map((k) => `\`${k}\``).join(', ')})`
-    }
-    const [engineKey, kind] = MCP_KEYS[key]
-    const problem = mcpValueProblem(key, kind, transport[key])
-    if (problem) throw problem
-    out[engineKey] = transport[key]
-  }
-  return JSON.stringify(out)
+  return toJson(snakeKeys(transport))
 }
 
-function toMcpServerInfo(info) {
-  return {
-    name: info.name,
-    serverName: info.server_name,
-    serverVersion: info.server_version,
-    protocolVersion: info.protocol_version,
-    tools: info.tools,
-    skipped: info.skipped,
-    state: info.state,
-    stateReason: info.state_reason,
-  }
-}
+/** An MCP server's description: `serverName`, `protocolVersion`, `stateReason`, ... */
+const toMcpServerInfo = toNode
 
 module.exports = {
-  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
+  camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 }

@@ -22,11 +22,14 @@ export declare const ErrorCode: Readonly<{
   PROVIDER_FAILED: 17
   AUTHENTICATION_FAILED: 18
 }>
+/** One of the `ErrorCode` values. */
 export type ErrorCodeNumber = (typeof ErrorCode)[keyof typeof ErrorCode]
 
 /** Every error zoo-keeper raises. */
 export declare class ZooError extends Error {
+  /** An error of `code` (an `ErrorCode` value) saying `message`; `options.cause` as for `Error`. */
   constructor(code: number, message: string, options?: { cause?: unknown })
+  /** Always `'ZooError'`. */
   readonly name: 'ZooError'
   /** The stable code (see ErrorCode). */
   readonly code: number
@@ -39,7 +42,17 @@ export declare class ZooError extends Error {
 /** The native module's version. */
 export declare const version: string
 
+/**
+ * Which tools a reply may call: `'auto'` (the model decides), `'required'`
+ * (the first reply of a turn must call one), `'none'` (tools are hidden), or
+ * a tool's name (the first reply of a turn must call that tool).
+ */
 export type ToolChoice = 'auto' | 'required' | 'none' | (string & {})
+/**
+ * The chat template: `'auto'` (the GGUF's own, else a family detected from
+ * its metadata, else ChatML), a built-in family whatever the metadata says,
+ * or a Jinja source of your own (it must contain `{{` or `{%`).
+ */
 export type Template = 'auto' | 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'phi3' | 'gemma' | 'raw' | (string & {})
 
 /** Agent configuration: the config keys of the README, in camelCase. */
@@ -68,16 +81,23 @@ export interface AgentConfig {
   seed?: number | null
   /** Sampling temperature (0.7; 0 is greedy). */
   temperature?: number
+  /** Nucleus sampling threshold in (0, 1] (0.95). */
   topP?: number
+  /** Keep only the k most likely tokens (40; 0 disables). */
   topK?: number
+  /** Drop tokens below this fraction of the best token's probability (0.05). */
   minP?: number
+  /** Penalty for repeated tokens (1.0, which disables it). */
   repeatPenalty?: number
   /** Tokens per reply (none: replies are never truncated). */
   maxTokens?: number | null
   /** Strings that end a reply. */
   stop?: string[]
+  /** The system prompt, kept through pruning (none by default). */
   systemPrompt?: string | null
+  /** The chat template ('auto'). */
   template?: Template
+  /** Which tools a chat may call unless it says otherwise ('auto'). */
   toolChoice?: ToolChoice
   /** Model replies per chat (10). */
   maxToolIterations?: number
@@ -95,6 +115,8 @@ export interface AgentConfig {
   followUpMode?: QueueMode
   /** What the agent runs on instead of a local model (then no `modelPath`). */
   provider?: Provider
+  /** A model written in JavaScript to run on (then no `modelPath`; `provider` unset or `{type: 'host'}`). */
+  backend?: Backend
   /** The SQLite file conversations are kept in (created if missing). */
   sessionStore?: string | null
   /** The session to continue or start; absent with a `sessionStore` starts a new one. */
@@ -119,6 +141,7 @@ export type MockReply = string | { error: string }
  * `echo: <message>`.
  */
 export interface MockProvider {
+  /** Selects the mock. */
   type: 'mock'
   /** The model's replies, in order. */
   replies?: MockReply[]
@@ -132,6 +155,7 @@ export interface MockProvider {
  * server as data; the sampling settings are the agent's own.
  */
 export interface OpenAiProvider {
+  /** Selects an OpenAI-compatible server. */
   type: 'openai'
   /** The API's base URL, up to its version: `http://127.0.0.1:8080/v1`. */
   baseUrl: string
@@ -160,6 +184,7 @@ export type ThinkingLevel = 'off' | 'low' | 'medium' | 'high'
  * agent's own (`temperature` at most 1, `maxTokens` 4096 when unset).
  */
 export interface AnthropicProvider {
+  /** Selects Anthropic's API. */
   type: 'anthropic'
   /** The model's name, such as `claude-sonnet-4-5` (required). */
   model: string
@@ -185,6 +210,7 @@ export interface AnthropicProvider {
  * accepts); the sampling settings are the agent's own.
  */
 export interface GeminiProvider {
+  /** Selects the Gemini API. */
   type: 'gemini'
   /** The model's name, such as `gemini-2.5-flash` (required). */
   model: string
@@ -204,11 +230,87 @@ export interface GeminiProvider {
   thinking?: ThinkingLevel
 }
 
-/** What an agent runs on instead of a local model: an object tagged by `type`. */
-export type Provider = MockProvider | OpenAiProvider | AnthropicProvider | GeminiProvider
+/**
+ * Settings of an agent on a backend written in JavaScript (`Agent.create({backend})`):
+ * the thinking level its requests carry ('off' by default).
+ */
+export interface HostProvider {
+  type: 'host'
+  thinking?: ThinkingLevel
+}
 
+/** What an agent runs on instead of a local model: an object tagged by `type`. */
+export type Provider = MockProvider | OpenAiProvider | AnthropicProvider | GeminiProvider | HostProvider
+
+/** The agent's sampling settings, for a backend to pass on. */
+export interface Sampling {
+  temperature: number
+  topP: number
+  topK: number
+  minP: number
+  repeatPenalty: number
+  seed: number | null
+}
+
+/** One reply for a backend to generate. */
+export interface BackendRequest {
+  /** The conversation, system prompt first, as `agent.history()` gives it. */
+  messages: Message[]
+  /** The tools the model may call (none when it may call none). */
+  tools: { name: string; description: string; parameters: JsonSchema }[]
+  /** 'auto', 'required' (the reply must call a tool), 'none', or the name of the tool it must call. */
+  toolChoice: ToolChoice
+  /** The most tokens the reply may have (null: the model's own limit). */
+  maxTokens: number | null
+  /** The most tool calls the reply may hold. */
+  maxCalls: number
+  /** Strings that end the reply (the agent also cuts the text at the first). */
+  stop: string[]
+  sampling: Sampling
+  /** The `host` provider's thinking level. */
+  thinking: ThinkingLevel
+  /** Leading messages unchanged since the previous request (for a prompt cache). */
+  stablePrefix: number
+  /** Milliseconds left of the chat's `maxDurationMs` (null without one). */
+  timeLeftMs: number | null
+  /** Aborted when the reply is no longer wanted (a stop, the time limit, a stop string). */
+  signal: AbortSignal
+}
+
+/**
+ * An item of a backend's reply: a piece of text, a piece of thinking (kept
+ * out of the text), a tool call returned as data (`arguments` an object or
+ * its JSON text), the reply's token counts, why it ended, or its failure.
+ */
+export type BackendItem =
+  | string
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; text: string }
+  | { type: 'tool_call'; name: string; arguments?: Record<string, unknown> | string }
+  | { type: 'usage'; promptTokens: number; cachedTokens?: number; completionTokens: number }
+  | { type: 'finish'; reason: 'stop' | 'length' }
+  | { type: 'error'; message: string }
+
+/** Gives one item of the reply; false once the reply has ended (it was dropped). */
+export type BackendEmit = (item: BackendItem) => boolean
+
+/**
+ * A model written in JavaScript. `generate` returns an async (or sync)
+ * iterable of the reply's items, or calls `emit` and resolves when done; a
+ * throw or a rejection fails the chat with `providerFailed` (code 17).
+ * `countTokens` (optional) counts the tokens a message takes; without it
+ * the agent estimates.
+ */
+export interface Backend {
+  generate(request: BackendRequest, emit: BackendEmit): AsyncIterable<BackendItem> | Iterable<BackendItem> | Promise<void> | void
+  countTokens?(message: Message): number | Promise<number>
+}
+
+/** How `Model.load` loads a GGUF. */
 export interface ModelLoadOptions {
+  /** Layers offloaded to the GPU (0; -1 = all). */
   gpuLayers?: number
+  /** Map the file into memory instead of reading it (true). */
   useMmap?: boolean
 }
 
@@ -217,26 +319,44 @@ export declare class Model {
   private constructor()
   /** Loads a GGUF file off the JavaScript thread. */
   static load(path: string, options?: ModelLoadOptions): Promise<Model>
+  /** The path it was loaded from. */
   readonly path: string
-  readonly metadata: { chatTemplate: string | null; architecture: string | null; name: string | null }
+  /** The model's GGUF metadata. */
+  readonly metadata: {
+    /** The Jinja chat template (`tokenizer.chat_template`), if the file has one. */
+    chatTemplate: string | null
+    /** `general.architecture`, such as `llama`. */
+    architecture: string | null
+    /** `general.name`. */
+    name: string | null
+    /** The texts of the model's begin- and end-of-sequence tokens. */
+    special: { bos: string; eos: string }
+  }
 }
 
 /** A session's description, as `SessionStore.sessions()` lists it. */
 export interface SessionInfo {
+  /** The session's id (the config's `session`). */
   id: string
+  /** A title: the first user message's start until renamed (`rename`). */
   title: string | null
   /** RFC 3339, UTC. */
   createdAt: string
+  /** When a message was last written, RFC 3339, UTC. */
   updatedAt: string
+  /** The model the session was started with (its file name or the provider's model), or null. */
   model: string | null
   /** The caller's own JSON, as stored. */
   metadata: unknown
+  /** How many messages the session holds (the system prompt not counted). */
   messageCount: number
 }
 
 /** A whole session, as `SessionStore.load()` returns it. */
 export interface SessionData extends SessionInfo {
+  /** The system prompt, or null. */
   systemPrompt: string | null
+  /** Every message, oldest first (the system prompt is not among them). */
   messages: Message[]
 }
 
@@ -245,13 +365,17 @@ export declare class SessionStore {
   private constructor()
   /** Opens (or creates) the store at `path`. */
   static open(path: string): Promise<SessionStore>
+  /** The file the store lives in. */
   readonly path: string
   /** Every session, the most recently updated first. */
   sessions(): Promise<SessionInfo[]>
+  /** One session with its `systemPrompt` and `messages`; rejects (code 1) when there is none. */
   load(id: string): Promise<SessionData>
-  /** False when there was no such session. */
+  /** Deletes a session and its messages; false when there was no such session. */
   delete(id: string): Promise<boolean>
+  /** Sets a session's title; rejects (code 1) when there is no such session. */
   rename(id: string, title: string): Promise<void>
+  /** Sets a session's metadata: any JSON-serializable value. */
   setMetadata(id: string, metadata: unknown): Promise<void>
   /** The session as JSON text, for backups (what `importJson` reads). */
   exportJson(id: string): Promise<string>
@@ -262,11 +386,21 @@ export declare class SessionStore {
 }
 
 /** A JSON schema of a tool's arguments (an object schema). */
-export type JsonSchema = { type?: string; properties?: Record<string, unknown>; required?: string[]; [key: string]: unknown }
+export type JsonSchema = {
+  /** `'object'` for a tool's arguments. */
+  type?: string
+  /** The schema of each argument, by name. */
+  properties?: Record<string, unknown>
+  /** The arguments a call must give. */
+  required?: string[]
+  [key: string]: unknown
+}
 
+/** A tool as `Agent.registerTool` takes it: its name, what it does, its arguments and how it runs. */
 export interface ToolDefinition {
-  /** `^[A-Za-z0-9_-]{1,64}$` */
+  /** The name the model calls it by: `^[A-Za-z0-9_-]{1,64}$`. */
   name: string
+  /** What the tool does, for the model ('' by default). */
   description?: string
   /** The arguments' JSON schema (default: an object without properties). */
   parameters?: JsonSchema
@@ -279,7 +413,6 @@ export interface ToolDefinition {
   timeoutMs?: number | null
 }
 
-/** A tool: sync or async; a throw or rejection becomes a tool error the model reads. */
 /**
  * The context of one tool call, a tool handler's second argument. `signal`
  * aborts when the chat is stopped or the tool's `timeoutMs` passes (the
@@ -301,11 +434,21 @@ export declare class ToolContext {
   progress(text: string): boolean
 }
 
+/**
+ * A tool: sync or async, called with the arguments (validated against the
+ * tool's schema) and its call's context; its return value (anything JSON can
+ * hold) is the result, and a throw or rejection becomes a tool error the
+ * model reads.
+ */
 export type ToolHandler<Args = any> = (args: Args, context: ToolContext) => unknown
 
+/** A tool call as the model wrote it. */
 export interface ToolCall {
+  /** The call's id (`call_1`, ...). */
   id: string
+  /** The tool's name. */
   name: string
+  /** The arguments object. */
   arguments: any
 }
 
@@ -324,6 +467,7 @@ export interface BuiltinToolsOptions {
 
 /** What a built-in tool, a sub-agent or `load_skill` gives as a call's `result`: the model read `text`. */
 export interface ToolOutput {
+  /** What the model read. */
   text: string
   /** The tool's own keys (snake_case, as the tool wrote them): path, counts, exit_code, stdout... */
   details?: Record<string, unknown>
@@ -331,16 +475,25 @@ export interface ToolOutput {
 
 /** An image a tool result carries (`read_file` on a PNG): its media type and its bytes in base64. */
 export interface ImageContent {
+  /** The image's media type. */
   mimeType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'
+  /** The image's bytes, in base64. */
   data: string
 }
 
+/** One message of a conversation (`Agent.history()`, `setHistory`, `transformContext`). */
 export interface Message {
+  /** Who wrote it; a `tool` message is a call's result. */
   role: 'system' | 'user' | 'assistant' | 'tool'
+  /** Its text (an assistant's without the tool-call markup). */
   content: string
+  /** An assistant message's tool calls. */
   toolCalls?: ToolCall[]
+  /** A tool message's call (the `id` of one of the previous message's `toolCalls`). */
   toolCallId?: string
+  /** A tool message's tool name. */
   name?: string
+  /** A tool message that reports an error. */
   isError?: boolean
   /** A tool message's images: sent to providers that take them; a local model reads a placeholder line for each. */
   images?: ImageContent[]
@@ -383,58 +536,92 @@ export interface Hooks {
   onError?: (error: ZooError) => unknown
 }
 
+/** One tool call the agent executed (or tried to) during a chat. */
 export interface ToolCallRecord {
+  /** The call's id, as used in the history. */
   id: string
+  /** The tool's name as the model wrote it. */
   name: string
+  /** The arguments as the model wrote them. */
   arguments: any
   /** On success. */
   result?: unknown
   /** On failure: what the model was told. */
   error?: string
+  /** Time spent in validation and the handler, in milliseconds. */
   durationMs: number
 }
 
+/** One tool error met during a chat; the model was told about it. */
 export interface ToolErrorRecord {
+  /** The tool's name, or '' when the call could not be parsed. */
   tool: string
   /** The error code's name (`tool_handler_failed`, `tool_validation_failed`, ...). */
   kind: string
+  /** The message the model saw. */
   message: string
+  /** 1 for the first attempt at this tool in the chat, 2 for the first retry, ... */
   attempt: number
 }
 
+/** Token counts, summed over every model reply in the chat. */
 export interface Usage {
+  /** Prompt tokens, cached ones included. */
   promptTokens: number
+  /** Prompt tokens reused from the cache instead of decoded. */
   cachedTokens: number
+  /** Generated tokens. */
   completionTokens: number
+  /** `promptTokens + completionTokens`. */
   totalTokens: number
 }
 
+/** Timings of a chat, in milliseconds. */
 export interface Metrics {
+  /** From the start of the chat to the first generated token. */
   timeToFirstTokenMs: number
+  /** Spent evaluating prompts. */
   promptMs: number
+  /** Spent generating tokens. */
   generationMs: number
+  /** Wall time of the whole chat, tools included. */
   totalMs: number
+  /** Generated tokens per second of generation time. */
   tokensPerSecond: number
+  /** Model replies produced (1 for a chat without tool calls). */
   iterations: number
 }
 
+/**
+ * Why a chat ended: `stop` (the model finished), `length` (`maxTokens` or the
+ * window), `tool_limit` (`maxToolIterations`), `limit` (`maxTurns`,
+ * `maxTotalTokens` or `maxDurationMs`), `rejected` (an input filter refused
+ * the message), `cancelled`, or `error` (in a `chat_finished` event only: a
+ * failed chat rejects).
+ */
 export type StopReason = 'stop' | 'length' | 'tool_limit' | 'limit' | 'rejected' | 'cancelled' | 'error'
 
 /** How many queued steering or follow-up messages are taken at once. */
 export type QueueMode = 'one_at_a_time' | 'all'
 
+/** The result of a chat. */
 export interface Response {
+  /** The final reply's text. */
   text: string
   /** The final reply's reasoning, for a model that reasons before it answers (never part of `text`). */
   thinking?: string
+  /** Why the chat ended. */
   stopReason: StopReason
+  /** Every tool call executed or attempted, in order. */
   toolCalls: ToolCallRecord[]
+  /** Every tool error the model was told about, in order. */
   toolErrors: ToolErrorRecord[]
+  /** Token counts. */
   usage: Usage
+  /** Timings. */
   metrics: Metrics
 }
 
-/** Whose event it is: every event carries these. */
 /**
  * A sub-agent's step, the `update` of a `tool_call_update` of its call (the
  * engine's JSON, snake_case as every tool's own data).
@@ -445,6 +632,7 @@ export type SubAgentUpdate = { subagent: string } & (
   | { event: 'tool_call_finished'; id: string; name: string; ok: boolean; duration_ms: number }
 )
 
+/** Whose event it is: every event carries these. */
 export interface EventIdentity {
   /** The agent (`agent.id`). */
   agentId: number
@@ -482,19 +670,26 @@ export type AgentEvent = EventIdentity &
     | { type: 'chat_finished'; stopReason: StopReason; usage: Usage }
   )
 
+/** A piece of streamed reply text, as `Agent.stream` yields it. */
 export interface TokenItem {
+  /** Tells it from an event. */
   type: 'token'
+  /** Whole UTF-8 characters of the reply, in order. */
   text: string
 }
 
 /** A piece of the model's streamed reasoning (never part of the text). */
 export interface ThinkingItem {
+  /** Always 'thinking'. */
   type: 'thinking'
+  /** The piece of reasoning. */
   text: string
 }
 
+/** What `Agent.stream` yields: reply text, reasoning and events, in order. */
 export type StreamItem = TokenItem | ThinkingItem | AgentEvent
 
+/** Per-chat options; each absent one keeps the agent's. */
 export interface ChatOptions {
   /** Overrides the agent's toolChoice for this chat. */
   toolChoice?: ToolChoice
@@ -517,6 +712,7 @@ export interface ChatOptions {
   hooks?: Hooks | null
 }
 
+/** Per-chat options, with the callbacks of a chat that resolves to its Response. */
 export interface ChatCallbacks extends ChatOptions {
   /** Each piece of reply text, in order, all before the Promise settles. */
   onToken?: (text: string) => unknown
@@ -529,9 +725,13 @@ export interface ChatCallbacks extends ChatOptions {
 /** A chat's items as an async iterator; `response` settles at the end. */
 export declare class ChatStream implements AsyncIterableIterator<StreamItem> {
   private constructor()
+  /** Resolves to the Response (rejects as the iteration throws). */
   readonly response: Promise<Response>
+  /** The next item, once it is there; the iteration ends with the chat and throws as it fails. */
   next(): Promise<IteratorResult<StreamItem, undefined>>
+  /** Leaving the loop early: cancels the chat if it is still running. */
   return(): Promise<IteratorResult<StreamItem, undefined>>
+  /** The stream is its own iterator. */
   [Symbol.asyncIterator](): ChatStream
 }
 
@@ -539,6 +739,7 @@ export declare class ChatStream implements AsyncIterableIterator<StreamItem> {
 export interface McpStdioServer {
   /** The program, found on PATH when it has no slash. */
   command: string
+  /** Its arguments. */
   args?: string[]
   /** Variables added to (or replacing those of) this process's environment. */
   env?: Record<string, string>
@@ -564,6 +765,7 @@ export interface McpHttpServer {
   maxMessageBytes?: number
 }
 
+/** An MCP server to add: a child process (`command`) or an HTTP endpoint (`url`). */
 export type McpServer = McpStdioServer | McpHttpServer
 
 /** An MCP server added to an agent. */
@@ -572,6 +774,7 @@ export interface McpServerInfo {
   name: string
   /** The server's own name (`serverInfo.name`). */
   serverName: string
+  /** The server's own version (`serverInfo.version`). */
   serverVersion: string
   /** The negotiated MCP protocol version. */
   protocolVersion: string
@@ -593,7 +796,13 @@ export declare class Agent {
   private constructor()
   /** Creates an agent, loading its model off the JavaScript thread. */
   static create(config: AgentConfig): Promise<Agent>
+  /**
+   * Registers a tool (replacing one of the same name); throws a ZooError
+   * (code 1 or 10) for a bad name, options or schema. With
+   * `toolExecution: 'parallel'` the calls of one reply run at once.
+   */
   registerTool<Args = any>(definition: ToolDefinition, handler: ToolHandler<Args>): void
+  /** Removes a tool; returns whether it was registered. */
   unregisterTool(name: string): boolean
   /** Replaces the agent's hooks (`{}` or null removes them); a running chat keeps its own. */
   setHooks(hooks: Hooks | null): void
@@ -616,6 +825,11 @@ export declare class Agent {
   continueChat(options?: ChatCallbacks): Promise<Response>
   /** Drops the last assistant turn and answers the last user message again. */
   regenerate(options?: ChatCallbacks): Promise<Response>
+  /**
+   * Iterates over the reply as it is made: `{type: 'token', text}` items
+   * and events. `.response` resolves to the Response. Leaving the loop
+   * early cancels the chat.
+   */
   stream(message: string, options?: ChatOptions): ChatStream
   /** Cancels the chat in flight; it resolves with stopReason `cancelled`. */
   stop(): void
@@ -651,11 +865,20 @@ export declare class Agent {
   readonly sessionId: string | null
   /** The conversation, system prompt first. */
   history(): Message[]
+  /**
+   * Replaces the conversation (after the chats queued before it); role order
+   * is checked (code 5), and on error nothing changes.
+   */
   setHistory(messages: Message[]): Promise<void>
+  /** Forgets the conversation, keeping the system prompt. */
   clearHistory(): Promise<void>
+  /** Sets the system prompt, or removes it with null. */
   setSystemPrompt(prompt: string | null): Promise<void>
+  /** `'idle'`, `'processing'`, `'cancelling'` (after `stop()`) or `'terminated'`; throws (code 13) once closed. */
   readonly state: string
+  /** Chats waiting behind the one in flight. */
   readonly queueDepth: number
+  /** Whether `close()` has been called. */
   readonly closed: boolean
   /** Stops the inference thread; resolves to whether it finished. Idempotent. */
   close(): Promise<boolean>
@@ -666,6 +889,7 @@ export type LogLevel = 'off' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
 /** One log record of the engine. */
 export interface LogRecord {
+  /** How severe it is. */
   level: Exclude<LogLevel, 'off'>
   /**
    * Where it comes from: `zoo::chat`, `zoo::turn`, `zoo::tool`, `zoo::hook`,

@@ -29,8 +29,9 @@ function loadBinding() {
 
 const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
+const { backendFunctions } = require('./backend.js')
 const {
-  toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
+  camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 } = require('./convert.js')
 
 // Item kinds of a chat's ordered queue (bindings/node/src/agent.rs).
@@ -116,10 +117,9 @@ class Model {
     return this.#native.path
   }
 
-  /** GGUF metadata: chatTemplate, architecture, name. */
+  /** GGUF metadata: chatTemplate, architecture, name, special ({bos, eos}). */
   get metadata() {
-    const meta = JSON.parse(this.#native.metadataJson())
-    return { chatTemplate: meta.chat_template, architecture: meta.architecture, name: meta.name }
+    return camelKeys(JSON.parse(this.#native.metadataJson()))
   }
 
   static _native(model) {
@@ -401,21 +401,25 @@ class Agent {
    * `Model` to share. `provider` runs it on something else than a local
    * model, e.g. the scripted mock for testing code without a model file:
    * `{provider: {type: 'mock', replies: ['Hello!', {error: 'boom'}], pieceDelayMs: 5}}`.
+   * `backend` runs it on a model written in JavaScript: an object whose
+   * `generate(request, emit)` returns an (async) iterable of the reply's
+   * items, or calls `emit(item)` and resolves when done (see `Backend` in
+   * the typings); a throw or a rejection fails the chat with
+   * `providerFailed` (code 17), and a stop aborts `request.signal`.
    */
   static async create(config = {}) {
     // Anything but an object goes to the engine as it is, which refuses it
     // in the same words as for C and Python.
     const object = config !== null && typeof config === 'object' && !Array.isArray(config)
-    const { model, hooks, ...rest } = object ? config : {}
+    const { model, hooks, backend, ...rest } = object ? config : {}
     if (model !== undefined && !(model instanceof Model)) throw invalid('Agent.create: `model` must be a Model')
     const hookFunctions = checkHooks(hooks)
-    if (object && model === undefined && rest.modelPath === undefined && rest.provider === undefined) {
-      throw new ZooError(ErrorCode.INVALID_CONFIG, 'Agent.create needs `modelPath`, `model` (a loaded Model) or `provider`')
-    }
+    const host = backend === undefined ? { generate: null, countTokens: null } : backendFunctions(backend)
+    if (host.error) throw invalid(host.error)
     const json = settingsJson(object ? rest : config)
     let nativeAgent
     try {
-      nativeAgent = await binding.createAgent(json, model === undefined ? null : Model._native(model))
+      nativeAgent = await binding.createAgent(json, model === undefined ? null : Model._native(model), host.generate, host.countTokens)
     } catch (error) {
       throw configError(error)
     }
@@ -543,14 +547,16 @@ class Agent {
    */
   async addMcpServer(name, transport) {
     if (typeof name !== 'string') throw invalid('addMcpServer: `name` must be a string')
-    let json
+    // The engine checks the description (null for what JSON cannot hold),
+    // naming the keys in snake_case: camelCased back here.
+    const json = mcpTransportJson(transport) ?? 'null'
+    let info
     try {
-      json = mcpTransportJson(transport)
-    } catch (problem) {
-      if (typeof problem !== 'string') throw problem
-      throw invalid(`addMcpServer: ${problem}`)
+      info = await nativeAsync(() => this.#native.addMcpServer(name, json))
+    } catch (error) {
+      if (error.code === ErrorCode.INVALID_ARGUMENT) error.message = camelMessage(error.message)
+      throw error
     }
-    const info = await nativeAsync(() => this.#native.addMcpServer(name, json))
     return toMcpServerInfo(JSON.parse(info))
   }
 

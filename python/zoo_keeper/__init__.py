@@ -12,10 +12,12 @@
 
 A tool that takes long can ask for its call's `ToolContext` (a parameter
 annotated `ToolContext`): its id, whether it was cancelled, and progress
-reports that become events.
+reports that become events. `Agent(backend=obj)` runs the agent on a model
+written in Python (see `BackendRequest`).
 """
 
 from ._agent import Agent, ChatStream, Model
+from ._backend import Backend, BackendItem, BackendRequest
 from ._hooks import Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
 from ._logs import TRACE, dropped_logs, flush_logs
 from ._mcp import McpServerInfo
@@ -50,6 +52,9 @@ __all__ = [
     "Agent",
     "AgentNotRunningError",
     "AuthenticationError",
+    "Backend",
+    "BackendItem",
+    "BackendRequest",
     "ChatStream",
     "ContextOverflowError",
     "Deny",

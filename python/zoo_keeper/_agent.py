@@ -14,6 +14,7 @@ import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _logs, _native
+from ._backend import Backend, backend_callbacks
 from ._mcp import McpServerInfo, transport_json
 from ._hooks import _HookMethods
 from ._native import InvalidArgumentError
@@ -46,11 +47,13 @@ class Model:
 
     @property
     def path(self) -> str:
+        """The GGUF file the model was loaded from."""
         return self._native.path
 
     @property
     def metadata(self) -> Dict[str, Any]:
-        """GGUF metadata: chat_template, architecture, name."""
+        """GGUF metadata: chat_template, architecture, name and special
+        ({"bos", "eos"}: the model's special token texts)."""
         return json.loads(self._native.metadata_json())
 
 
@@ -73,10 +76,14 @@ class _AsyncToolRunner:
         loop = self.loop
         if loop is not None and loop.is_running():
             return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
-        private = getattr(self._local, "loop", None)
+        return self.private_loop().run_until_complete(coroutine)
+
+    def private_loop(self) -> asyncio.AbstractEventLoop:
+        """This thread's own loop, made on first use."""
+        private: Optional[asyncio.AbstractEventLoop] = getattr(self._local, "loop", None)
         if private is None:
             private = self._local.loop = asyncio.new_event_loop()
-        return private.run_until_complete(coroutine)
+        return private
 
 
 class Agent(_HookMethods):
@@ -86,7 +93,9 @@ class Agent(_HookMethods):
     config key (`temperature`, `context_size`, `tool_choice`, ...). Use it as a
     context manager, or call `close()`.
 
-    `provider=` runs it on something else than a local model. To test code
+    `provider=` runs it on something else than a local model, and `backend=`
+    on a model written in Python (an object whose `generate(request)` yields
+    the reply's items; see `zoo_keeper.BackendRequest`). To test code
     that uses an agent without a model file, the mock gives scripted replies
     in order (a string is streamed word by word; a tool call is written
     `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`;
@@ -101,18 +110,26 @@ class Agent(_HookMethods):
     run at fixed points of every chat; see `zoo_keeper._hooks`.
     """
 
-    def __init__(self, model_path: Optional[str] = None, *, model: Optional[Model] = None, **config: Any) -> None:
+    def __init__(
+        self,
+        model_path: Optional[str] = None,
+        *,
+        model: Optional[Model] = None,
+        backend: Optional[Backend] = None,
+        **config: Any,
+    ) -> None:
         if model_path is not None:
             config["model_path"] = str(model_path)
-        if model is None and "model_path" not in config and "provider" not in config:
-            raise TypeError("Agent needs model_path=..., model=Model(...) or provider={...}")
         self._async_tools = _AsyncToolRunner()
+        run, count_tokens = backend_callbacks(backend, self._async_tools) if backend is not None else (None, None)
         _logs.sync_level()
         self._native = _native.NativeAgent(
             # json.dumps writes NaN and Infinity for non-finite floats; the
             # core reads them and raises InvalidConfigError naming the key.
             json.dumps(config),
             model._native if model is not None else None,
+            run,
+            count_tokens,
         )
         _LIVE.add(self)
 
@@ -132,6 +149,9 @@ class Agent(_HookMethods):
 
     @property
     def state(self) -> str:
+        """Where the agent is in its life: "idle" (waiting for a chat),
+        "processing" (running one), "cancelling" (after `stop`, while the
+        chat winds down) or "terminated"; AgentNotRunningError once closed."""
         return self._native.state
 
     # -- tools -------------------------------------------------------------
@@ -233,6 +253,7 @@ class Agent(_HookMethods):
         )
 
     def unregister_tool(self, name: str) -> bool:
+        """Removes the tool `name`; returns whether it was registered."""
         return self._native.unregister_tool(name)
 
     # -- built-in tools ----------------------------------------------------
@@ -341,7 +362,7 @@ class Agent(_HookMethods):
         agent's hooks; see `zoo_keeper._hooks`. `on_thinking` receives the
         reasoning of a model that reasons before it answers, as it streams
         (it is in `Response.thinking` too, never in the text)."""
-        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         payload = self._native.chat(
             message, on_token, event_cb, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
@@ -392,7 +413,7 @@ class Agent(_HookMethods):
         unknown = set(options) - _CHAT_OPTIONS
         if unknown:
             raise TypeError(f"unexpected chat option(s): {', '.join(sorted(unknown))}")
-        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         hooks = self._start(options.pop("hooks", None))
         payload = self._native.chat(message, on_token, event_cb, regenerate=regenerate, **options, **hooks)
         return Response.from_json(payload)
@@ -429,7 +450,7 @@ class Agent(_HookMethods):
         def complete(code: int, payload: Any) -> None:
             loop.call_soon_threadsafe(settle, code, payload)
 
-        event_cb = (lambda text: on_event(Event.from_json(text))) if on_event else None
+        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         self._async_tools.loop = loop
         chat = self._native.chat_start(
             message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context,
@@ -461,7 +482,7 @@ class Agent(_HookMethods):
         chat = self._native.chat_start(
             message,
             lambda text: put(Token(text)),
-            lambda text: put(Event.from_json(text)),
+            lambda event: put(Event._from_dict(event)),
             lambda code, payload: put((code, payload)),
             options.get("tool_choice"),
             options.get("max_tokens"),
@@ -570,9 +591,13 @@ class Agent(_HookMethods):
         self._native.set_history_json(json.dumps(messages))
 
     def clear_history(self) -> None:
+        """Forgets the conversation, keeping the system prompt. Applies after
+        the chats queued before it."""
         self._native.clear_history()
 
     def set_system_prompt(self, prompt: Optional[str]) -> None:
+        """Sets the system prompt; None removes it. Applies after the chats
+        queued before it."""
         self._native.set_system_prompt(prompt)
 
 
@@ -588,7 +613,7 @@ class ChatStream:
         self._chat = agent._native.chat_start(
             message,
             lambda text: put(Token(text)),
-            lambda text: put(Event.from_json(text)),
+            lambda event: put(Event._from_dict(event)),
             lambda code, payload: put((self._DONE, code, payload)),
             options.get("tool_choice"),
             options.get("max_tokens"),

@@ -60,6 +60,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, TypeVar
 
+from ._native import InvalidArgumentError
+
 if TYPE_CHECKING:
     from ._agent import _AsyncToolRunner
     from ._native import NativeAgent
@@ -114,7 +116,9 @@ class Replace:
 
 
 class _EndChatType:
-    """The type of `EndChat`."""
+    """The type of `EndChat`, which a ``before_turn`` hook returns to end the
+    chat before this reply, with stop reason "stop" and the last reply's
+    text. It has one value."""
 
     _instance: Optional["_EndChatType"] = None
 
@@ -137,6 +141,11 @@ _BeforeToolCall = TypeVar("_BeforeToolCall", bound=Callable[[ToolCall], Any])
 _AfterToolCall = TypeVar("_AfterToolCall", bound=Callable[[ToolCall, Any, Optional[str]], Any])
 _TransformContext = TypeVar("_TransformContext", bound=Callable[[List[Dict[str, Any]]], Any])
 _OnError = TypeVar("_OnError", bound=Callable[[Any], Any])
+
+
+def _not_callable(hook: str, got: Any) -> InvalidArgumentError:
+    # The words of every front door (Node: "the `inputFilter` hook ...").
+    return InvalidArgumentError(f"invalid argument: the `{hook}` hook must be a function, got {type(got).__name__}")
 
 
 def _expected(hook: str, allowed: str, got: Any) -> TypeError:
@@ -238,7 +247,7 @@ class _HookMethods:
 
     def _set_hook(self, name: str, fn: Callable[..., Any]) -> None:
         if not callable(fn):
-            raise TypeError(f"the {name} hook must be callable, not {fn!r}")
+            raise _not_callable(name, fn)
         self._hooks[name] = fn
         self._install_hooks()
 
@@ -266,7 +275,7 @@ class _HookMethods:
             if fn is None:
                 continue
             if not callable(fn):
-                raise TypeError(f"the {name} hook must be callable, not {fn!r}")
+                raise _not_callable(name, fn)
             functions[name] = fn
         # Unknown names go to the native check, worded as in every language.
         return {"hooks": _dispatcher(functions, self._async_tools), "hook_names": list(functions)}

@@ -61,37 +61,32 @@ def transport_json(
     timeout: Optional[float],
     max_message_bytes: Optional[int] = None,
 ) -> str:
-    """The engine's JSON description of a transport (the C ABI's form);
-    a `TypeError` for an inconsistent mix of keyword arguments."""
-    if (command is None) == (url is None):
-        raise TypeError("add_mcp_server needs exactly one of command=... (stdio) or url=... (HTTP)")
-    if isinstance(args, (str, bytes)):
-        raise TypeError("args must be a list of strings, not a single string")
-    description: Dict[str, Any]
-    if command is not None:
-        if bearer_token is not None or headers is not None:
-            raise TypeError("bearer_token and headers apply to url=... servers only")
-        description = {"type": "stdio", "command": os.fspath(command), "args": [os.fspath(a) for a in args]}
-        if env is not None:
-            description["env"] = {str(k): str(v) for k, v in env.items()}
-        if cwd is not None:
-            description["cwd"] = os.fspath(cwd)
-    else:
-        if args or env is not None or cwd is not None:
-            raise TypeError("args, env and cwd apply to command=... servers only")
-        description = {"type": "http", "url": url}
-        if bearer_token is not None:
-            description["bearer_token"] = bearer_token
-        if headers is not None:
-            description["headers"] = dict(headers)
-    if timeout is not None:
-        if timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
-        description["timeout_ms"] = max(1, round(timeout * 1000))
-    if max_message_bytes is not None:
-        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int):
-            raise TypeError("max_message_bytes must be an int (bytes)")
-        if max_message_bytes <= 0:
-            raise ValueError("max_message_bytes must be a positive number of bytes")
-        description["max_message_bytes"] = max_message_bytes
-    return json.dumps(description)
+    """The engine's JSON description of a transport (the C ABI's form), with
+    the arguments given: the engine checks it, so a wrong one is the same
+    `InvalidArgumentError` as in every other language (`timeout` is sent as
+    `timeout_ms`, which its messages name)."""
+    given: Dict[str, Any] = {
+        "command": _path(command),
+        "args": [_path(a) for a in args] if isinstance(args, (list, tuple)) else args,
+        "env": dict(env) if isinstance(env, Mapping) else env,
+        "cwd": _path(cwd),
+        "url": url,
+        "bearer_token": bearer_token,
+        "headers": dict(headers) if isinstance(headers, Mapping) else headers,
+        "timeout_ms": _milliseconds(timeout),
+        "max_message_bytes": max_message_bytes,
+    }
+    return json.dumps({key: value for key, value in given.items() if value is not None and value != []})
+
+
+def _path(value: Any) -> Any:
+    """A path-like value as text; anything else as it is, for the engine to judge."""
+    return os.fspath(value) if isinstance(value, (str, os.PathLike)) else value
+
+
+def _milliseconds(seconds: Optional[float]) -> Any:
+    """Seconds as whole milliseconds (at least 1 for a positive number); a
+    value that is not a number is passed on for the engine to refuse."""
+    if seconds is None or isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return seconds
+    return max(1, round(seconds * 1000)) if seconds > 0 else round(seconds * 1000)

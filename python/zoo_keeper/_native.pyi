@@ -1,6 +1,39 @@
 """Type stubs of the compiled module (kept in sync by tests/python/test_stubs.py)."""
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, final
+
+__all__ = [
+    "ZooError",
+    "InvalidArgumentError",
+    "InvalidConfigError",
+    "InvalidJsonError",
+    "ModelLoadError",
+    "InvalidMessageSequenceError",
+    "ContextOverflowError",
+    "InferenceError",
+    "OperationCancelledError",
+    "ToolNotFoundError",
+    "ToolValidationError",
+    "ToolRetriesExhaustedError",
+    "ToolHandlerError",
+    "AgentNotRunningError",
+    "McpError",
+    "ZooIOError",
+    "InternalError",
+    "ProviderError",
+    "AuthenticationError",
+    "NativeModel",
+    "NativeAgent",
+    "NativeChat",
+    "NativeToolContext",
+    "NativeBackendSink",
+    "NativeSessionStore",
+    "set_log_handler",
+    "set_log_level",
+    "dropped_logs",
+    "flush_logs",
+    "__version__",
+]
 
 __version__: str
 
@@ -26,17 +59,20 @@ class InternalError(ZooError): ...
 class ProviderError(ZooError): ...
 class AuthenticationError(ZooError): ...
 
+@final
 class NativeModel:
-    def __init__(self, path: str, params_json: str = "{}") -> None: ...
+    def __new__(cls, path: str, params_json: str = "{}") -> "NativeModel": ...
     @property
     def path(self) -> str: ...
     def metadata_json(self) -> str: ...
 
+@final
 class NativeChat:
     def cancel(self) -> None: ...
     def done(self) -> bool: ...
     def wait(self, timeout: Optional[float] = None) -> Optional[str]: ...
 
+@final
 class NativeToolContext:
     @property
     def call_id(self) -> str: ...
@@ -46,8 +82,24 @@ class NativeToolContext:
     def update_json(self, json: str) -> bool: ...
     def progress(self, text: str) -> bool: ...
 
+@final
+class NativeBackendSink:
+    def text(self, text: str) -> bool: ...
+    def emit_json(self, json: str) -> bool: ...
+    @property
+    def cancelled(self) -> bool: ...
+    def wait_cancelled(self, timeout: Optional[float] = None) -> bool: ...
+    def on_cancel(self, callback: Callable[[], Any]) -> None: ...
+
+@final
 class NativeAgent:
-    def __init__(self, config_json: str, model: Optional[NativeModel] = None) -> None: ...
+    def __new__(
+        cls,
+        config_json: str,
+        model: Optional[NativeModel] = None,
+        backend: Optional[Callable[[str, NativeBackendSink], None]] = None,
+        count_tokens: Optional[Callable[[str], int]] = None,
+    ) -> "NativeAgent": ...
     def register_tool(
         self,
         name: str,
@@ -66,7 +118,7 @@ class NativeAgent:
         self,
         message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
-        on_event: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Dict[str, Any]], Any]] = None,
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,
         rag_context: Optional[str] = None,
@@ -82,7 +134,7 @@ class NativeAgent:
         self,
         message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
-        on_event: Optional[Callable[[str], Any]] = None,
+        on_event: Optional[Callable[[Dict[str, Any]], Any]] = None,
         on_complete: Optional[Callable[[int, Any], Any]] = None,
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,
@@ -119,8 +171,9 @@ class NativeAgent:
     def closed(self) -> bool: ...
     def close(self, timeout: Optional[float] = None) -> bool: ...
 
+@final
 class NativeSessionStore:
-    def __init__(self, path: str) -> None: ...
+    def __new__(cls, path: str) -> "NativeSessionStore": ...
     @property
     def path(self) -> str: ...
     def sessions_json(self) -> str: ...

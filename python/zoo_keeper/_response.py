@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Type, TypeVar
+
+_Record = TypeVar("_Record")
+
+
+def _record(cls: Type[_Record], data: Dict[str, Any]) -> _Record:
+    """A record from the engine's JSON object: the fields `cls` declares
+    (a key the engine leaves out keeps its default; a key it adds is left
+    out here and stays in `Response.raw`)."""
+    return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True)
@@ -14,9 +23,9 @@ class ToolCallRecord:
     id: str
     name: str
     arguments: Any
+    duration_ms: float
     result: Any = None
     error: Optional[str] = None
-    duration_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -33,22 +42,22 @@ class ToolErrorRecord:
 class Usage:
     """Token counts, summed over the chat's model replies."""
 
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    total_tokens: int
 
 
 @dataclass(frozen=True)
 class Metrics:
     """Timings in milliseconds."""
 
-    time_to_first_token_ms: float = 0.0
-    prompt_ms: float = 0.0
-    generation_ms: float = 0.0
-    total_ms: float = 0.0
-    tokens_per_second: float = 0.0
-    iterations: int = 0
+    time_to_first_token_ms: float
+    prompt_ms: float
+    generation_ms: float
+    total_ms: float
+    tokens_per_second: float
+    iterations: int
 
 
 @dataclass(frozen=True)
@@ -59,29 +68,35 @@ class Response:
     `max_duration_ms`; the `limit_reached` event says which), "rejected" (an
     input filter refused the message; nothing was decoded) or "cancelled".
     A chat that fails raises instead (its `chat_finished` event says
-    "error")."""
+    "error"). `raw` is the engine's JSON object as it came, every key
+    included (also one this version of the package does not know yet)."""
 
     text: str
     stop_reason: str
-    tool_calls: List[ToolCallRecord] = field(default_factory=list)
-    tool_errors: List[ToolErrorRecord] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    metrics: Metrics = field(default_factory=Metrics)
+    tool_calls: List[ToolCallRecord]
+    tool_errors: List[ToolErrorRecord]
+    usage: Usage
+    metrics: Metrics
     thinking: Optional[str] = None
     """The final reply's reasoning, for a model that reasons before it
     answers (`<think>`, gpt-oss's analysis channel); never part of `text`."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, text: str) -> "Response":
+        """A Response from the engine's JSON (the shape every language
+        shares: C's `zoo_agent_chat` writes it, Rust's `Response::to_json`);
+        every key is kept in `raw`."""
         data: Dict[str, Any] = json.loads(text)
         return cls(
             text=data["text"],
             stop_reason=data["stop_reason"],
-            tool_calls=[ToolCallRecord(**c) for c in data["tool_calls"]],
-            tool_errors=[ToolErrorRecord(**e) for e in data["tool_errors"]],
-            usage=Usage(**data["usage"]),
-            metrics=Metrics(**data["metrics"]),
+            tool_calls=[_record(ToolCallRecord, c) for c in data["tool_calls"]],
+            tool_errors=[_record(ToolErrorRecord, e) for e in data["tool_errors"]],
+            usage=_record(Usage, data["usage"]),
+            metrics=_record(Metrics, data["metrics"]),
             thinking=data.get("thinking"),
+            raw=data,
         )
 
 
@@ -121,7 +136,15 @@ class Event:
 
     @classmethod
     def from_json(cls, text: str) -> "Event":
-        data = json.loads(text)
+        """An Event from the engine's JSON (what a C `on_event` callback
+        receives): `type`, `agent_id`, `chat_id` and `seq`, the other keys in
+        `data`."""
+        return cls._from_dict(json.loads(text))
+
+    @classmethod
+    def _from_dict(cls, data: Dict[str, Any]) -> "Event":
+        # `data` is the event's JSON object as a dict (the engine builds it
+        # without JSON text); its own keys become the fields.
         return cls(
             type=data.pop("type"),
             agent_id=data.pop("agent_id"),

@@ -24,6 +24,7 @@ class SessionStore:
 
     @property
     def path(self) -> str:
+        """The store's file."""
         return self._native.path
 
     def sessions(self) -> List[Dict[str, Any]]:
@@ -42,6 +43,8 @@ class SessionStore:
         return self._native.delete(id)
 
     def rename(self, id: str, title: str) -> None:
+        """Sets the session's title; InvalidArgumentError when there is no
+        such session."""
         self._native.rename(id, title)
 
     def set_metadata(self, id: str, metadata: Any) -> None:

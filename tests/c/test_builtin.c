@@ -305,10 +305,19 @@ typedef struct {
     atomic_int stopped;
 } stopper;
 
+/* Whether `needle` occurs in the `len` bytes at `text` (event JSON is not
+ * NUL-terminated, so strstr may not be used on it). */
+static bool has_bytes(const char *text, size_t len, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t i = 0; n <= len && i <= len - n; i++) {
+        if (memcmp(text + i, needle, n) == 0) return true;
+    }
+    return false;
+}
+
 static void stop_on_progress(void *user_data, const char *json, size_t len) {
     stopper *s = user_data;
-    (void)len;
-    if (strstr(json, "\"type\":\"tool_call_progress\"") && atomic_load(&s->stopped) == 0) {
+    if (has_bytes(json, len, "\"type\":\"tool_call_progress\"") && atomic_load(&s->stopped) == 0) {
         atomic_store(&s->stopped, 1);
         zoo_agent_stop(s->agent);
     }

@@ -54,6 +54,30 @@ void test_version(void) {
     CHECK(zoo_version() == v); /* static: the same pointer every time */
 }
 
+void test_json_string_member(void) {
+    char *out = NULL, *err = NULL;
+    REQUIRE_STATUS(zoo_json_string_member("{\"text\": \"a\\u00e9\\n\", \"n\": 1}", "text", &out, &err),
+                   ZOO_OK, err);
+    CHECK_STR(out, "a\xc3\xa9\n");
+    zoo_string_free(out);
+    out = (char *)"untouched";
+    REQUIRE_STATUS(zoo_json_string_member("{\"n\": 1}", "n", &out, &err), ZOO_OK, err);
+    CHECK(out == NULL); /* not a string */
+    REQUIRE_STATUS(zoo_json_string_member("{}", "text", &out, &err), ZOO_OK, err);
+    CHECK(out == NULL); /* absent */
+    out = NULL;
+    CHECK_STATUS(zoo_json_string_member("[1]", "text", &out, &err), ZOO_INVALID_JSON, err);
+    CHECK_STR(err, "invalid JSON: the JSON to read is an array, not an object");
+    CHECK(out == NULL); /* outputs only on success */
+    th_free_string(&err);
+    CHECK_STATUS(zoo_json_string_member("{", "text", &out, &err), ZOO_INVALID_JSON, err);
+    th_free_string(&err);
+    CHECK_STATUS(zoo_json_string_member(NULL, "text", &out, &err), ZOO_INVALID_ARGUMENT, err);
+    th_free_string(&err);
+    CHECK_STATUS(zoo_json_string_member("{}", "text", NULL, &err), ZOO_INVALID_ARGUMENT, err);
+    th_free_string(&err);
+}
+
 void test_status_str(void) {
     static const char *const expected[] = {
         "ok",                       /* ZOO_OK */

@@ -206,17 +206,19 @@ void test_hostile_restored_history(void) {
     zoo_agent *agent = mock("[]", 0);
     REQUIRE(agent != NULL);
     char *err = NULL;
+    /* An unanswered user message at the end is taken: the next chat adds
+       its message to it. */
     CHECK_STATUS(zoo_agent_set_history_json(
                      agent,
                      "[{\"role\":\"user\",\"content\":\"hi\"},"
                      "{\"role\":\"assistant\",\"content\":\"hello\"},"
                      "{\"role\":\"user\",\"content\":\"unanswered\"}]",
                      &err),
-                 ZOO_INVALID_MESSAGE_SEQUENCE, err);
-    CHECK_STR(err, "invalid message sequence: the history ends with a user message that has no "
-                   "reply; a restored history must end with the assistant's reply or a tool "
-                   "result (leave the unanswered message out and send it again as a chat)");
-    th_free_string(&err);
+                 ZOO_OK, err);
+    char *joined = chat_ok(agent, "and this");
+    CHECK(joined != NULL && has_text(joined, "text", "echo: unanswered\n\nand this"));
+    zoo_string_free(joined);
+    CHECK_STATUS(zoo_agent_clear_history(agent, &err), ZOO_OK, err);
     CHECK_STATUS(zoo_agent_set_history_json(
                      agent,
                      "[{\"role\":\"user\",\"content\":\"hi\"},"

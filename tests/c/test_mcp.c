@@ -66,8 +66,13 @@ void test_mcp_errors(void) {
     /* A malformed description names the field. */
     CHECK_STATUS(zoo_agent_add_mcp_server(agent, "s", "{\"type\":\"stdio\",\"cmd\":\"x\"}", NULL,
                                           &err),
-                 ZOO_INVALID_JSON, err);
-    CHECK(contains(err, "cmd"));
+                 ZOO_INVALID_ARGUMENT, err);
+    CHECK_STR(err, "invalid argument: MCP transport: unknown key `cmd` for a stdio server (expected `command`, "
+                   "`args`, `env`, `cwd`, `timeout_ms`, `max_message_bytes`)");
+    th_free_string(&err);
+    CHECK_STATUS(zoo_agent_add_mcp_server(agent, "s", "{}", NULL, &err), ZOO_INVALID_ARGUMENT, err);
+    CHECK_STR(err, "invalid argument: MCP transport: the transport needs exactly one of `command` (stdio) or `url` "
+                   "(Streamable HTTP)");
     th_free_string(&err);
     CHECK_STATUS(zoo_agent_add_mcp_server(agent, "s", "not json", NULL, &err), ZOO_INVALID_JSON,
                  err);

@@ -115,6 +115,31 @@ void test_real_quick_chat(void) {
     zoo_agent_free(agent);
 }
 
+/* A chat template that loops 10^12 times runs out of fuel: each chat fails
+ * with ZOO_INVALID_CONFIG naming `template`, and freeing the agent is
+ * prompt. */
+void test_real_runaway_template(void) {
+    if (!th_require_model()) return;
+    char config[1600], *err = NULL, *out = NULL;
+    snprintf(config, sizeof config,
+             "{\"model_path\": \"%s\", \"temperature\": 0, \"context_size\": 256, "
+             "\"threads\": 1, \"template\": \"{%% for i in range(100000) %%}{%% for j in "
+             "range(100000) %%}{%% for k in range(100) %%}{%% endfor %%}{%% endfor %%}{%% endfor "
+             "%%}\"}",
+             th_model_path());
+    zoo_agent *agent = NULL;
+    REQUIRE_STATUS(zoo_agent_create(config, &agent, &err), ZOO_OK, err);
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(zoo_agent_chat(agent, "Hi", NULL, NULL, &out, &err), ZOO_INVALID_CONFIG, err);
+        CHECKF(err && strncmp(err, "invalid config `template`:", 26) == 0 &&
+                   strstr(err, "ran out of fuel"),
+               "err: %s", err ? err : "(null)");
+        th_free_string(&err);
+        CHECK(out == NULL);
+    }
+    zoo_agent_free(agent);
+}
+
 /* zoo_agent_create on the model; the streamed tokens concatenate to the
  * response's text. */
 void test_real_streaming(void) {

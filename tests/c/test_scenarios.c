@@ -1,9 +1,10 @@
 /*
  * test_scenarios.c: the C runner of the shared scenario suite. Every JSON
  * file in tests/scenarios/ (format in its README) runs here against libzoo
- * on the mock, as it runs in the Rust, Python and Node runners. Each
- * failure is noted with the scenario's name, the step and the path of the
- * first difference.
+ * on the mock, as it runs in the Rust, Python and Node runners, and again
+ * on a backend written in C that replays the mock's script (README: On a
+ * host backend). Each failure is noted with the scenario's name, the step
+ * and the path of the first difference.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
@@ -741,6 +742,12 @@ static void hook_before_turn(void *user_data, const char *json, size_t len, zoo_
     if (jv_ok(rule) && !thrown(rule, result)) decide(result, "end", NULL, rule);
 }
 
+static void hook_after_turn(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
+    (void)len;
+    jv rule = first_rule(user_data, "after_turn", match_turn, jv_of(json));
+    if (jv_ok(rule)) thrown(rule, result);
+}
+
 static void hook_before_tool_call(void *user_data, const char *json, size_t len, zoo_hook_result *result) {
     (void)len;
     jv rule = first_rule(user_data, "before_tool_call", match_tool, jv_of(json));
@@ -793,6 +800,7 @@ static zoo_hooks scripted_hooks(jv rules, event_log *errors) {
     zoo_hooks hooks = {0};
     if (jv_ok(jv_get(rules, "input_filter"))) hooks.filter_input = hook_input_filter;
     if (jv_ok(jv_get(rules, "before_turn"))) hooks.before_turn = hook_before_turn;
+    if (jv_ok(jv_get(rules, "after_turn"))) hooks.after_turn = hook_after_turn;
     if (jv_ok(jv_get(rules, "before_tool_call"))) hooks.before_tool_call = hook_before_tool_call;
     if (jv_ok(jv_get(rules, "after_tool_call"))) hooks.after_tool_call = hook_after_tool_call;
     if (jv_ok(jv_get(rules, "transform_context"))) hooks.transform_context = hook_transform_context;
@@ -975,12 +983,183 @@ static bool run_step(zoo_agent *agent, jv step, const char *at, const char *root
     return ok;
 }
 
+/* ---- on a host backend (README: On a host backend) ---- */
+
+/* The mock's script replayed by a backend written in C, as a user's test
+ * double would: each reply streamed word by word (after piece_delay_ms),
+ * cut at max_tokens, then "echo: <message>"; usage and token counts by the
+ * mock's rule, so that the scenarios' figures hold. */
+typedef struct {
+    jv replies;
+    long next;
+    int delay_ms;
+} replay;
+
+/* Whitespace-separated words in [p, end). */
+static uint32_t count_words(const char *p, const char *end) {
+    uint32_t words = 0;
+    bool in_word = false;
+    for (; p < end; p++) {
+        bool space = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v';
+        if (!space && !in_word) words++;
+        in_word = !space;
+    }
+    return words;
+}
+
+/* The mock's rule: a token per word (an image is the 12 words of its
+ * placeholder), 2 per call plus the words of its arguments' JSON, and 4
+ * for the message's markup. */
+static uint32_t mock_tokens(jv message) {
+    char *content = jv_str(jv_get(message, "content"));
+    uint32_t tokens = 4 + (content ? count_words(content, content + strlen(content)) : 0);
+    free(content);
+    long images = jv_len(jv_get(message, "images"));
+    if (images > 0) tokens += 12 * (uint32_t)images;
+    jv calls = jv_get(message, "tool_calls");
+    for (long i = 0; i < jv_len(calls); i++) {
+        /* The request's JSON is compact, as the engine writes arguments. */
+        jv arguments = jv_get(jv_at(calls, (size_t)i), "arguments");
+        tokens += 2 + (jv_ok(arguments) ? count_words(arguments.p, arguments.end) : 0);
+    }
+    return tokens;
+}
+
+static bool replay_count(void *user_data, const char *message, size_t len, uint32_t *out_tokens) {
+    (void)user_data;
+    (void)len;
+    jv m = jv_of(message);
+    if (!jv_ok(m)) return false;
+    *out_tokens = mock_tokens(m);
+    return true;
+}
+
+/* The text to stream: the next reply, else "echo: " and the last user message. */
+static char *replay_text(replay *r, jv messages) {
+    if (r->next < jv_len(r->replies)) return jv_str(jv_at(r->replies, (size_t)r->next++));
+    char *last = NULL;
+    for (long i = 0; i < jv_len(messages); i++) {
+        jv message = jv_at(messages, (size_t)i);
+        char *role = jv_str(jv_get(message, "role"));
+        if (role && strcmp(role, "user") == 0) {
+            free(last);
+            last = jv_str(jv_get(message, "content"));
+        }
+        free(role);
+    }
+    size_t size = strlen("echo: ") + (last ? strlen(last) : 0) + 1;
+    char *text = malloc(size);
+    snprintf(text, size, "echo: %s", last ? last : "");
+    free(last);
+    return text;
+}
+
+/* Ends of the pieces of text (words with the whitespace before each, as
+ * the mock streams them) into ends; returns how many. */
+static size_t replay_pieces(const char *text, size_t *ends, size_t max) {
+    size_t n = 0, len = strlen(text);
+    bool in_word = false;
+    for (size_t i = 0; i < len && n < max; i++) {
+        bool space = text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r';
+        if (space && in_word) ends[n++] = i;
+        in_word = !space;
+    }
+    if (n < max && (n == 0 ? len > 0 : ends[n - 1] < len)) ends[n++] = len;
+    return n;
+}
+
+/* Where the first stop string begins in text[0, len), or len. */
+static size_t replay_stop(jv stops, const char *text, size_t len) {
+    size_t at = len;
+    for (long i = 0; i < jv_len(stops); i++) {
+        char *stop = jv_str(jv_at(stops, (size_t)i));
+        for (size_t j = 0; stop && *stop && j + strlen(stop) <= len; j++) {
+            if (j < at && strncmp(text + j, stop, strlen(stop)) == 0) {
+                at = j;
+                break;
+            }
+        }
+        free(stop);
+    }
+    return at;
+}
+
+static void replay_generate(void *user_data, const char *request_json, size_t len,
+                            const zoo_backend_sink *sink) {
+    (void)len;
+    replay *r = user_data;
+    jv request = jv_of(request_json);
+    jv messages = jv_get(request, "messages");
+    char *text = replay_text(r, messages);
+    size_t ends[4096];
+    size_t pieces = replay_pieces(text, ends, sizeof ends / sizeof *ends);
+    jv max_tokens = jv_get(request, "max_tokens");
+    size_t max = jv_is_number(max_tokens) ? (size_t)jv_num(max_tokens) : pieces;
+    size_t sent = max < pieces ? max : pieces;
+    size_t sent_len = sent ? ends[sent - 1] : 0;
+    size_t kept_len = replay_stop(jv_get(request, "stop"), text, sent_len);
+    size_t kept_ends[4096];
+    char saved = text[kept_len];
+    text[kept_len] = '\0';
+    uint32_t completion = (uint32_t)replay_pieces(text, kept_ends, sizeof kept_ends / sizeof *kept_ends);
+    text[kept_len] = saved;
+    uint32_t prompt = 0, cached = 0;
+    long stable = (long)jv_num(jv_get(request, "stable_prefix"));
+    for (long i = 0; i < jv_len(messages); i++) {
+        uint32_t tokens = mock_tokens(jv_at(messages, (size_t)i));
+        prompt += tokens;
+        if (i < stable) cached += tokens;
+    }
+    /* Before the text: a stop string ends the reply where it is seen. */
+    zoo_backend_sink_set_usage(sink, prompt, cached, completion, NULL);
+    size_t start = 0;
+    for (size_t i = 0; i < sent; i++) {
+        bool cancelled = false, accepted = false;
+        zoo_backend_sink_wait_cancelled(sink, r->delay_ms, &cancelled, NULL);
+        if (cancelled) break;
+        zoo_backend_sink_emit_text(sink, text + start, ends[i] - start, &accepted, NULL);
+        if (!accepted) break;
+        start = ends[i];
+    }
+    if (pieces > max) zoo_backend_sink_set_finish(sink, ZOO_FINISH_LENGTH, NULL);
+    free(text);
+}
+
+static void replay_free(void *user_data) { free(user_data); }
+
+/* Why a scenario cannot run on a host backend, or NULL when it can. */
+static const char *host_blocker(jv scenario) {
+    if (jv_ok(jv_get(jv_get(scenario, "config"), "provider"))) return "it checks the provider config itself";
+    jv replies = jv_get(jv_get(scenario, "mock"), "replies");
+    for (long i = 0; i < jv_len(replies); i++)
+        if (jv_kind(jv_at(replies, (size_t)i)) == '{')
+            return "a scripted failure is inference_failed; a host's is provider_failed";
+    return NULL;
+}
+
+/* Creates the scenario's agent on the replaying backend. */
+static zoo_status create_on_host(jv scenario, const char *config_json, zoo_agent **agent, char **err) {
+    jv mock = jv_get(scenario, "mock");
+    replay *r = calloc(1, sizeof *r);
+    r->replies = jv_get(mock, "replies");
+    jv delay = jv_get(mock, "piece_delay_ms");
+    r->delay_ms = jv_ok(delay) ? (int)jv_num(delay) : 0;
+    zoo_backend backend = {0};
+    backend.generate = replay_generate;
+    backend.count_tokens = replay_count;
+    backend.user_data = r;
+    backend.free_user_data = replay_free;
+    return zoo_agent_create_with_backend(config_json, &backend, agent, err);
+}
+
 /* The scenario's config as zoo_agent_create takes it (malloc'd): unless
  * it names a provider, the scenario's mock is added to it as
- * "provider": {"type": "mock", "replies": [...], "piece_delay_ms": N}. */
-static char *scenario_config(jv scenario) {
+ * "provider": {"type": "mock", "replies": [...], "piece_delay_ms": N}
+ * (on a host backend, the config is the scenario's own). */
+static char *scenario_config(jv scenario, bool host) {
     jv config = jv_get(scenario, "config"), mock = jv_get(scenario, "mock");
     char *text = jv_ok(config) ? jv_text(config) : strdup("{}");
+    if (host) return text;
     if (jv_kind(config) == '{' && jv_ok(jv_get(config, "provider"))) return text;
     if (text[0] != '{') return text; /* not an object: the engine refuses it */
     jv replies = jv_get(mock, "replies"), delay = jv_get(mock, "piece_delay_ms");
@@ -1003,14 +1182,15 @@ static char *scenario_config(jv scenario) {
     return out;
 }
 
-static bool run_scenario(jv scenario, const char *root) {
+static bool run_scenario(jv scenario, const char *root, bool host) {
     pthread_mutex_lock(&seen.lock);
     seen.count = 0;
     pthread_mutex_unlock(&seen.lock);
-    char *config_json = scenario_config(scenario);
+    char *config_json = scenario_config(scenario, host);
     zoo_agent *agent = NULL;
     char *err = NULL;
-    zoo_status status = zoo_agent_create(config_json, &agent, &err);
+    zoo_status status = host ? create_on_host(scenario, config_json, &agent, &err)
+                             : zoo_agent_create(config_json, &agent, &err);
     free(config_json);
     jv create_error = jv_get(scenario, "create_error");
     bool ok = check_outcome(create_error, status, err, "create");
@@ -1064,7 +1244,9 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void test_scenarios(void) {
+/* Runs every scenario file, on the mock or (host) on the replaying
+ * backend, which skips those that cannot run there. */
+static void run_every_scenario(bool host) {
     DIR *dir = opendir(SCENARIO_DIR);
     REQUIRE(dir != NULL);
     char **names = NULL;
@@ -1090,6 +1272,14 @@ void test_scenarios(void) {
         size_t stem = strlen(names[i]) - 5;
         bool ok = CHECKF(jv_ok(scenario) && name && strlen(name) == stem && strncmp(name, names[i], stem) == 0,
                          "%s: not JSON, or its name is not the file's", names[i]);
+        const char *blocker = ok && host ? host_blocker(scenario) : NULL;
+        if (blocker) {
+            th_note("scenario %s: not on a host backend: %s", name, blocker);
+            free(name);
+            free(text);
+            free(names[i]);
+            continue;
+        }
         jv spec = jv_get(scenario, "workspace");
         char root[PATH_MAX];
         bool has_workspace = ok && jv_ok(spec);
@@ -1100,10 +1290,10 @@ void test_scenarios(void) {
         if (ok && has_workspace) {
             /* A scenario with a workspace reads with `$WORKSPACE` as its path. */
             char *resolved = with_workspace(text, root);
-            ok = run_scenario(jv_of(resolved), root);
+            ok = run_scenario(jv_of(resolved), root, host);
             free(resolved);
         } else if (ok) {
-            ok = run_scenario(scenario, NULL);
+            ok = run_scenario(scenario, NULL, host);
         }
         if (has_workspace) remove_workspace(root);
         if (!ok) th_note("scenario %s: FAILED", name);
@@ -1116,3 +1306,7 @@ void test_scenarios(void) {
     free(names);
     th_note("%zu scenarios, %zu failed", count, failed);
 }
+
+void test_scenarios(void) { run_every_scenario(false); }
+
+void test_scenarios_on_a_host_backend(void) { run_every_scenario(true); }

@@ -17,6 +17,7 @@
     /* test_errors.c */                      \
     X(version, 5)                            \
     X(status_str, 5)                         \
+    X(json_string_member, 5)                 \
     X(null_arguments, 10)                    \
     X(invalid_utf8, 10)                      \
     X(config_errors, 10)                     \
@@ -83,8 +84,17 @@
     X(remote_openai_chat, 30)                \
     X(remote_anthropic_chat, 30)             \
     X(remote_gemini_chat, 30)                \
+    /* test_backend.c */                     \
+    X(backend_streams_text_and_usage, 10)    \
+    X(backend_native_tool_call, 10)          \
+    X(backend_failure_is_provider_failed, 10) \
+    X(backend_stop_reaches_the_backend, 15)  \
+    X(backend_emits_from_threads, 15)        \
+    X(backend_counts_tokens, 10)             \
+    X(backend_argument_errors, 10)           \
     /* test_scenarios.c */                   \
     X(scenarios, 60)                         \
+    X(scenarios_on_a_host_backend, 60)       \
     /* test_sessions.c */                    \
     X(sessions_continue_in_a_new_agent, 20)  \
     X(sessions_store_functions, 20)          \
@@ -100,6 +110,7 @@
     /* test_real.c */                        \
     X(real_model_load_and_metadata, 60)      \
     X(real_quick_chat, 30)                   \
+    X(real_runaway_template, 60)             \
     X(real_streaming, 120)                   \
     X(real_two_agents_share_model, 120)      \
     X(real_tool_required, 180)               \

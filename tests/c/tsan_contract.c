@@ -13,15 +13,22 @@
  * release/acquire pair on one address standing for libzoo:
  *   - what a thread did before starting work on the inference thread
  *     (zoo_agent_chat, zoo_agent_chat_async, zoo_agent_register_tool[_with_options],
- *     zoo_agent_free, zoo_chat_free, zoo_chat_cancel, zoo_agent_stop)
- *     happens before the callbacks and tool handlers that work runs;
+ *     zoo_agent_add_builtin_tools, zoo_agent_create_with_backend, zoo_agent_free,
+ *     zoo_chat_free, zoo_chat_cancel, zoo_agent_stop) happens before the
+ *     callbacks, tool handlers, confirmation callbacks and backend callbacks
+ *     that work runs;
+ *   - what a backend did before emitting a piece or a call
+ *     (zoo_backend_sink_emit_text, zoo_backend_sink_emit_tool_call, from
+ *     any thread) happens before the callbacks that report it, and a stop
+ *     happens before zoo_backend_sink_is_cancelled and
+ *     zoo_backend_sink_wait_cancelled report it;
  *   - what the callbacks and tool handlers did happens before a call that
  *     reports them finished returns: zoo_agent_chat (every callback of the
  *     chat has run, free_user_data included), zoo_chat_wait and
  *     zoo_chat_poll when they report the chat done (on_token and on_event
  *     have run; on_complete runs after, so it gets no such edge), and
  *     zoo_agent_free (the inference thread has been joined).
- * Every user callback is called through a trampoline that acquires on entry
+ * Every user callback (a built-in tool's confirmation too) is called through a trampoline that acquires on entry
  * and releases on exit. The one address makes the model coarser than the
  * promise (two agents' callbacks look ordered through it), so it can hide a
  * race but never invent one. What TSan then checks is the C and C++ side:
@@ -115,6 +122,60 @@ static void t_free_tool(void *data) {
     free(t);
 }
 
+/* ---- the built-in tools' confirmation ---- */
+
+typedef struct {
+    zoo_confirm_fn confirm;
+    void *user_data;
+    zoo_free_fn free_user_data;
+} confirm_trampoline;
+
+static bool t_confirm(void *data, const char *tool_name, const char *args, size_t len,
+                      zoo_confirmation *confirmation) {
+    confirm_trampoline *t = data;
+    taking_back();
+    bool allowed = t->confirm(t->user_data, tool_name, args, len, confirmation);
+    handing_over();
+    return allowed;
+}
+
+static void t_free_confirm(void *data) {
+    confirm_trampoline *t = data;
+    taking_back();
+    if (t->free_user_data) t->free_user_data(t->user_data);
+    handing_over();
+    free(t);
+}
+
+/* ---- backends ---- */
+
+typedef struct {
+    zoo_backend user;
+} backend_trampoline;
+
+static void t_generate(void *data, const char *request, size_t len, const zoo_backend_sink *sink) {
+    backend_trampoline *t = data;
+    taking_back();
+    t->user.generate(t->user.user_data, request, len, sink);
+    handing_over();
+}
+
+static bool t_count(void *data, const char *message, size_t len, uint32_t *out_tokens) {
+    backend_trampoline *t = data;
+    taking_back();
+    bool counted = t->user.count_tokens(t->user.user_data, message, len, out_tokens);
+    handing_over();
+    return counted;
+}
+
+static void t_free_backend(void *data) {
+    backend_trampoline *t = data;
+    taking_back();
+    if (t->user.free_user_data) t->user.free_user_data(t->user.user_data);
+    handing_over();
+    free(t);
+}
+
 /* ---- the wrapped entry points (the linker sends the tests' calls here) ---- */
 
 zoo_status __real_zoo_agent_chat(const zoo_agent *, const char *, const zoo_chat_options *,
@@ -135,6 +196,9 @@ zoo_status __real_zoo_agent_register_tool_with_options(const zoo_agent *, const 
                                                        const char *, const char *,
                                                        const zoo_tool_options *, zoo_tool_fn,
                                                        void *, zoo_free_fn, char **);
+
+zoo_status __real_zoo_agent_add_builtin_tools(const zoo_agent *, const char *, zoo_confirm_fn,
+                                              void *, zoo_free_fn, char **);
 
 zoo_status __wrap_zoo_agent_chat(const zoo_agent *agent, const char *message,
                                  const zoo_chat_options *options,
@@ -233,4 +297,77 @@ zoo_status __wrap_zoo_agent_register_tool_with_options(const zoo_agent *agent, c
     handing_over();
     return __real_zoo_agent_register_tool_with_options(agent, name, description, schema_json,
                                                        options, t_tool, t, t_free_tool, out_error);
+}
+
+/* The built-in tools ask `confirm` on a tool thread. */
+zoo_status __wrap_zoo_agent_add_builtin_tools(const zoo_agent *agent, const char *options_json,
+                                              zoo_confirm_fn confirm, void *user_data,
+                                              zoo_free_fn free_user_data, char **out_error) {
+    if (!confirm) {
+        return __real_zoo_agent_add_builtin_tools(agent, options_json, confirm, user_data,
+                                                  free_user_data, out_error);
+    }
+    confirm_trampoline *t = malloc(sizeof *t);
+    if (!t) abort();
+    t->confirm = confirm;
+    t->user_data = user_data;
+    t->free_user_data = free_user_data;
+    handing_over();
+    return __real_zoo_agent_add_builtin_tools(agent, options_json, t_confirm, t, t_free_confirm,
+                                              out_error);
+}
+
+zoo_status __real_zoo_agent_create_with_backend(const char *, const zoo_backend *, zoo_agent **,
+                                                char **);
+zoo_status __real_zoo_backend_sink_emit_text(const zoo_backend_sink *, const char *, size_t, bool *,
+                                             char **);
+zoo_status __real_zoo_backend_sink_emit_tool_call(const zoo_backend_sink *, const char *,
+                                                  const char *, bool *, char **);
+zoo_status __real_zoo_backend_sink_is_cancelled(const zoo_backend_sink *, bool *, char **);
+zoo_status __real_zoo_backend_sink_wait_cancelled(const zoo_backend_sink *, int64_t, bool *,
+                                                  char **);
+
+zoo_status __wrap_zoo_agent_create_with_backend(const char *config_json, const zoo_backend *backend,
+                                                zoo_agent **out_agent, char **out_error) {
+    if (!backend || !backend->generate) {
+        return __real_zoo_agent_create_with_backend(config_json, backend, out_agent, out_error);
+    }
+    backend_trampoline *t = malloc(sizeof *t);
+    if (!t) abort();
+    t->user = *backend;
+    zoo_backend wrapped = {0};
+    wrapped.generate = t_generate;
+    wrapped.count_tokens = backend->count_tokens ? t_count : NULL;
+    wrapped.user_data = t;
+    wrapped.free_user_data = t_free_backend;
+    handing_over();
+    return __real_zoo_agent_create_with_backend(config_json, &wrapped, out_agent, out_error);
+}
+
+zoo_status __wrap_zoo_backend_sink_emit_text(const zoo_backend_sink *sink, const char *text,
+                                             size_t len, bool *out_accepted, char **out_error) {
+    handing_over();
+    return __real_zoo_backend_sink_emit_text(sink, text, len, out_accepted, out_error);
+}
+
+zoo_status __wrap_zoo_backend_sink_emit_tool_call(const zoo_backend_sink *sink, const char *name,
+                                                  const char *arguments_json, bool *out_accepted,
+                                                  char **out_error) {
+    handing_over();
+    return __real_zoo_backend_sink_emit_tool_call(sink, name, arguments_json, out_accepted,
+                                                  out_error);
+}
+
+zoo_status __wrap_zoo_backend_sink_is_cancelled(const zoo_backend_sink *sink, bool *out_cancelled,
+                                                char **out_error) {
+    zoo_status s = __real_zoo_backend_sink_is_cancelled(sink, out_cancelled, out_error);
+    if (s == ZOO_OK && *out_cancelled) taking_back();
+    return s;
+}
+
+zoo_status __wrap_zoo_backend_sink_wait_cancelled(const zoo_backend_sink *sink, int64_t timeout_ms,
+                                                  bool *out_cancelled, char **out_error) {
+    zoo_status s = __real_zoo_backend_sink_wait_cancelled(sink, timeout_ms, out_cancelled, out_error);
+    if (s == ZOO_OK && *out_cancelled) taking_back();
+    return s;
 }

@@ -367,6 +367,45 @@ TEST(tools_as_std_function, 10) {
     CHECK(seen.size() == 4);
 }
 
+TEST(backend_as_std_function, 10) {
+    int turn = 0;
+    std::string first_request;
+    zoo::Agent agent = zoo::Agent::with_backend(
+        [&](const std::string &request, const zoo::BackendSink &sink) {
+            switch (turn++) {
+            case 0:
+                first_request = request;
+                CHECK(sink.text("Hello"));
+                CHECK(sink.text(", world"));
+                sink.usage(7, 2, 3);
+                return;
+            case 1:
+                sink.text("partial");
+                throw std::runtime_error("gateway down");
+            case 2: CHECK_THROWS(sink.emit_json("{\"type\": \"txt\"}"), ZOO_INVALID_JSON); throw 42;
+            default: sink.text("Fine.");
+            }
+        },
+        R"({"temperature": 0})");
+    std::string streamed;
+    zoo::ChatOptions opts;
+    opts.on_token = [&](std::string_view t) { streamed.append(t); };
+    std::string r = agent.chat("hi", opts);
+    CHECK_EQ(zoo::response_text(r), "Hello, world");
+    CHECK_EQ(streamed, "Hello, world");
+    double completion = 0;
+    CHECK(jm_number(r.c_str(), "usage.completion_tokens", &completion) && completion == 3);
+    CHECK_EQ(at(first_request, "messages.0.content"), "hi");
+    CHECK_THROWS(agent.chat("again"), ZOO_PROVIDER_FAILED);
+    try {
+        agent.chat("again");
+    } catch (const zoo::Error &e) {
+        CHECK_EQ(std::string(e.what()), "provider host failed: the backend threw an exception");
+    }
+    CHECK_EQ(zoo::response_text(agent.chat("last")), "Fine.");
+    CHECK(jm_count(agent.history_json().c_str(), "") == 4);
+}
+
 TEST(builtin_tools_with_confirmation, 10) {
     char dir[] = "/tmp/zoo-cpp-builtin-XXXXXX";
     REQUIRE(mkdtemp(dir) != nullptr);

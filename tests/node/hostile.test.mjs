@@ -135,18 +135,17 @@ test('maxTokens 0 keeps the agent limit, -1 is refused, a huge one is the room l
   await huge.close()
 })
 
-test('a restored history that cannot take a new message is refused; ids stay unique', async () => {
+test('a restored history that cannot be answered is refused; ids stay unique', async () => {
   const agent = await mockAgent([toolCall('ping', {}), 'ok'])
   agent.registerTool({ name: 'ping', parameters: EMPTY }, () => 'pong')
   await assert.rejects(
     agent.setHistory([
       { role: 'user', content: 'hi' },
-      { role: 'assistant', content: 'hello' },
-      { role: 'user', content: 'unanswered' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'ping', arguments: {} }] },
     ]),
     (e) => {
       assert.equal(e.code, ErrorCode.INVALID_MESSAGE_SEQUENCE)
-      assert.match(e.message, /the history ends with a user message that has no reply/)
+      assert.match(e.message, /the history ends with tool call `call_1`, which has no result/)
       return true
     },
   )

@@ -4,6 +4,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import net from 'node:net'
+import readline from 'node:readline'
 import os from 'node:os'
 import path from 'node:path'
 import { ROOT, zk, mockAgent, toolCall } from './helpers.mjs'
@@ -171,6 +174,21 @@ test('maxMessageBytes: a larger message fails the call, and the server goes on',
   await agent.close()
 })
 
+test('a server that stopped reading fails the call at once and is listed as dead', async () => {
+  // The fake server shuts the reading side of its stdin before it answers
+  // the last tools/list page: the call's write finds no reader and fails at
+  // once, not after its 60 s timeout.
+  const agent = await mockAgent([toolCall('quiet__echo', { text: 'anyone?' }), 'Done.'])
+  await agent.addMcpServer('quiet', { command: PYTHON, args: [FAKE, '--close-stdin'], timeoutMs: 60_000 })
+  const started = Date.now()
+  const response = await agent.chat('go')
+  assert.ok(Date.now() - started < AT_ONCE_MS)
+  assert.equal(response.text, 'Done.')
+  assert.match(response.toolCalls[0].error, /closed its stdin/)
+  assert.equal(agent.mcpServers()[0].state, 'dead')
+  await agent.close()
+})
+
 test('tool-list entries that are no tools are skipped and listed', async () => {
   const agent = await mockAgent([])
   const info = await agent.addMcpServer('fake', { command: PYTHON, args: [FAKE, '--bad-tools'] })
@@ -179,4 +197,54 @@ test('tool-list entries that are no tools are skipped and listed', async () => {
   assert.ok(info.skipped.some((s) => s.startsWith('`42`')), info.skipped.join('; '))
   assert.ok(info.skipped.some((s) => s.startsWith('bad_schema')), info.skipped.join('; '))
   await agent.close()
+})
+
+const FAKE_HTTP = path.join(ROOT, 'tests', 'mcp', 'fake_http_server.py')
+
+async function freePort() {
+  const server = net.createServer()
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+// tests/mcp/fake_http_server.py on `port`, once it listens (it prints its
+// port first; it runs until its stdin closes).
+async function startFakeHttp(port) {
+  const child = spawn(PYTHON, [FAKE_HTTP, '--port', String(port)], { stdio: ['pipe', 'pipe', 'ignore'] })
+  const [line] = await readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value])
+  assert.equal(line.trim(), String(port))
+  return child
+}
+
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGKILL')
+  await exited
+}
+
+test('an HTTP session is renewed when the server restarts at the same URL', async () => {
+  // The MCP spec: a client whose session gets 404 starts a new one.
+  const port = await freePort()
+  let server = await startFakeHttp(port)
+  const agent = await mockAgent([
+    toolCall('h__echo', { text: 'before' }),
+    'one',
+    toolCall('h__echo', { text: 'after' }),
+    'two',
+  ])
+  try {
+    await agent.addMcpServer('h', { url: `http://127.0.0.1:${port}/mcp`, bearerToken: 'secret', timeoutMs: 60_000 })
+    assert.equal((await agent.chat('go')).toolCalls[0].result, 'echo: before')
+    await stop(server)
+    server = await startFakeHttp(port)
+    const call = (await agent.chat('again')).toolCalls[0]
+    assert.equal(call.result, 'echo: after', call.error)
+    assert.equal(agent.mcpServers()[0].state, 'running')
+  } finally {
+    await agent.close()
+    await stop(server)
+  }
 })

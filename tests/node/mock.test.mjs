@@ -379,7 +379,12 @@ test('the mock is a public provider, chosen in the config as a user testing thei
   // The private keys of earlier versions are gone.
   await assert.rejects(zk.Agent.create({ _mockReplies: ['hi'] }), {
     code: ErrorCode.INVALID_CONFIG,
-    message: 'Agent.create needs `modelPath`, `model` (a loaded Model) or `provider`',
+    message: /^invalid config `_mock_replies`: unknown key/,
+  })
+  // Neither a model nor a provider: the engine's error, as in C and Python.
+  await assert.rejects(zk.Agent.create({ temperature: 0 }), {
+    code: ErrorCode.INVALID_CONFIG,
+    message: 'invalid config `modelPath`: is required to create an agent (or a `provider`)',
   })
   await assert.rejects(zk.Agent.create({ provider: { type: 'mock' }, _mockDelayMs: 1 }), {
     code: ErrorCode.INVALID_CONFIG,

@@ -23,6 +23,7 @@ test('Model.load exposes path and metadata', () => {
   assert.equal(model.path, modelPath())
   assert.equal(typeof model.metadata.chatTemplate, 'string')
   assert.equal(model.metadata.architecture, 'llama')
+  assert.equal(model.metadata.special.eos, '<|im_end|>')
 })
 
 test('a sync JS tool is called with valid arguments', async () => {
@@ -158,4 +159,23 @@ test('a real-model script that never calls close() exits by itself', () => {
   const { calls, exitingAt } = JSON.parse(child.stdout.trim())
   assert.ok(calls >= 1, child.stdout)
   assert.ok(ended - exitingAt < 10_000, `the exit took ${ended - exitingAt} ms`)
+})
+
+test('a runaway chat template fails the chat with the engine error and close is prompt', async () => {
+  // 10^12 loop steps: the template runs out of fuel.
+  const template =
+    '{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100) %}{% endfor %}{% endfor %}{% endfor %}'
+  const agent = await zk.Agent.create({ model, ...BASE, template })
+  for (let i = 0; i < 2; i++) {
+    const started = Date.now()
+    await assert.rejects(agent.chat('Hi'), (error) => {
+      assert.equal(error.code, ErrorCode.INVALID_CONFIG)
+      assert.match(error.message, /^invalid config `template`: .*ran out of fuel/)
+      return true
+    })
+    assert.ok(Date.now() - started < 30000)
+  }
+  const started = Date.now()
+  assert.equal(await agent.close(), true)
+  assert.ok(Date.now() - started < 30000)
 })

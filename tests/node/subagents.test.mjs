@@ -70,3 +70,36 @@ test("the child's steps are updates of the call and its usage joins the parent's
   assert.equal(events.at(-1).usage.totalTokens, response.usage.totalTokens)
   await parent.close()
 })
+
+test("the parent's stop reaches the child", async () => {
+  // The child calls `started` (a parent tool it was given), then writes
+  // 2,000 words at 50 ms each: 100 s unless the stop reaches it.
+  const parent = await Agent.create({
+    provider: { type: 'mock', replies: [toolCall('researcher', { task: 'a long job' }), 'Next.'] },
+  })
+  parent.registerTool({ name: 'started', parameters: { type: 'object', properties: {} } }, () => 'ok')
+  const long = Array(2000).fill('word').join(' ')
+  parent.addSubagent({
+    name: 'researcher',
+    description: 'Looks things up',
+    tools: ['started'],
+    config: { provider: { type: 'mock', replies: [toolCall('started', {}), long], pieceDelayMs: 50 } },
+  })
+  let stoppedAt
+  const response = await parent.chat('go', {
+    onEvent: (e) => {
+      // The child's call of `started` ended: it is writing now.
+      if (e.type === 'tool_call_update' && e.update.event === 'tool_call_finished' && stoppedAt === undefined) {
+        stoppedAt = performance.now()
+        parent.stop()
+      }
+    },
+  })
+  assert.ok(stoppedAt !== undefined, 'the child never called its tool')
+  assert.equal(response.stopReason, 'cancelled')
+  // Generous for a busy machine; the child alone would take 100 s.
+  assert.ok(performance.now() - stoppedAt < 20_000, `${performance.now() - stoppedAt} ms`)
+  // The parent is usable again.
+  assert.equal((await parent.chat('next')).text, 'Next.')
+  await parent.close()
+})

@@ -216,3 +216,47 @@ test('built-in tools, tool outputs and images type-check, and misuse does not', 
   assert.match(output, /bad_builtin\.ts\(3,/)
   assert.match(output, /bad_builtin\.ts\(4,/)
 })
+
+test('backends written in JavaScript type-check, and misuse does not', () => {
+  const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const good = path.join(dir, 'backend.ts')
+  const bad = path.join(dir, 'bad_backend.ts')
+  writeFileSync(good, [
+    "import { Agent, type Backend, type BackendItem, type BackendRequest } from 'zoo-keeper'",
+    'const streaming: Backend = {',
+    '  async *generate(request: BackendRequest): AsyncGenerator<BackendItem> {',
+    '    const signal: AbortSignal = request.signal',
+    "    const last: string = request.messages.at(-1)?.content ?? ''",
+    '    const names: string[] = request.tools.map((t) => t.name)',
+    '    if (signal.aborted || request.sampling.topP > 1 || request.maxTokens === 0) return',
+    "    yield `${last} ${names.join()} ${request.toolChoice} ${request.thinking} ${request.stablePrefix} ${request.timeLeftMs ?? ''}`",
+    "    yield { type: 'tool_call', name: 'get_weather', arguments: { city: 'Paris' } }",
+    "    yield { type: 'thinking', text: 'short' }",
+    "    yield { type: 'usage', promptTokens: 10, completionTokens: 2 }",
+    "    yield { type: 'finish', reason: 'length' }",
+    '  },',
+    '  countTokens: (message) => message.content.length,',
+    '}',
+    'const emitting: Backend = {',
+    '  async generate(request, emit) {',
+    "    const taken: boolean = emit('Hello') && emit({ type: 'text', text: '!' })",
+    "    if (!taken) emit({ type: 'error', message: `${request.maxCalls}` })",
+    '  },',
+    '}',
+    "export const agents = [Agent.create({ backend: streaming, provider: { type: 'host', thinking: 'low' } }), Agent.create({ backend: emitting })]",
+  ].join('\n'))
+  writeFileSync(bad, [
+    "import { Agent } from 'zoo-keeper'",
+    'export const a = Agent.create({ backend: {} })',
+    "export const b = Agent.create({ backend: { *generate() { yield 42 } } })",
+    "export const c = Agent.create({ backend: { *generate() { yield { type: 'usage', promptTokens: '1', completionTokens: 2 } } } })",
+    "export const d = Agent.create({ backend: { *generate() { yield 'x' } }, provider: { type: 'host', thinking: 'max' } })",
+    "export const e = Agent.create({ backend: { *generate() { yield { type: 'finish', reason: 'done' } } } })",
+  ].join('\n'))
+  const { run } = typecheck([good, bad])
+  const output = run.stdout + run.stderr
+  assert.notEqual(run.status, 0)
+  assert.doesNotMatch(output, /(^|[^_])backend\.ts\(/m, output)
+  for (const line of [2, 3, 4, 5, 6]) assert.match(output, new RegExp(`bad_backend\\.ts\\(${line},`), output)
+})

@@ -205,8 +205,10 @@ def test_the_mock_is_a_public_provider():
     with pytest.raises(zk.InvalidConfigError) as info:
         zk.Agent(provider={"type": "mock", "piece_delay_ms": -5})
     assert str(info.value) == "invalid config `provider.piece_delay_ms`: expected a whole number from 0 to 60000, got -5"
-    with pytest.raises(TypeError, match="provider="):
+    # Neither a model nor a provider: the engine's error, as in C and Node.
+    with pytest.raises(zk.InvalidConfigError) as info:
         zk.Agent(temperature=0)
+    assert str(info.value) == "invalid config `model_path`: is required to create an agent (or a `provider`)"
 
 
 def test_error_classes_and_codes():
@@ -216,5 +218,5 @@ def test_error_classes_and_codes():
         zk.Agent(model_path="/no/such/model.gguf")
     with pytest.raises(zk.InvalidConfigError, match="temperature"):
         zk.Agent(provider={"type": "mock"}, temperature=-1)
-    with pytest.raises(TypeError):
+    with pytest.raises(zk.InvalidConfigError):
         zk.Agent()

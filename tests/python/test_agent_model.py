@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -60,3 +61,26 @@ def test_two_agents_share_one_model_in_two_threads(model):
     assert set(results) == {"a", "b"}
     assert all(r.text for r in results.values())
     assert model.metadata["architecture"] == "llama"
+    assert model.metadata["special"]["eos"] == "<|im_end|>"
+
+
+RUNAWAY_TEMPLATE = (
+    "{% for i in range(100000) %}{% for j in range(100000) %}"
+    "{% for k in range(100) %}{% endfor %}{% endfor %}{% endfor %}"
+)
+
+
+def test_a_runaway_chat_template_fails_the_chat_and_close_is_prompt(model):
+    # 10^12 loop steps: the template runs out of fuel and the chat fails
+    # with the engine's error; the agent closes promptly after a stop.
+    agent = zk.Agent(model=model, temperature=0, template=RUNAWAY_TEMPLATE)
+    for _ in range(2):
+        started = time.monotonic()
+        with pytest.raises(zk.InvalidConfigError, match="ran out of fuel") as info:
+            agent.chat("Hi")
+        assert str(info.value).startswith("invalid config `template`:"), str(info.value)
+        assert time.monotonic() - started < 30
+    agent.stop()
+    started = time.monotonic()
+    assert agent.close(timeout=30)
+    assert time.monotonic() - started < 30

@@ -218,5 +218,5 @@ def test_on_error_hears_of_a_failed_chat() -> None:
 
 def test_a_hook_must_be_callable() -> None:
     with mock_agent() as agent:
-        with pytest.raises(TypeError, match="the before_turn hook must be callable"):
+        with pytest.raises(zk.InvalidArgumentError, match="the `before_turn` hook must be a function, got int"):
             agent.before_turn(42)  # type: ignore[type-var]

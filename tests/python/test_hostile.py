@@ -155,18 +155,18 @@ def test_a_huge_max_tokens_means_the_room_left():
         assert agent.chat("hello", max_tokens=2**32 - 1).text == "echo: hello"
 
 
-def test_a_restored_history_ending_with_a_user_message_is_refused():
+def test_a_restored_history_ending_with_a_user_message_is_answered_with_the_next_one():
     with mock_agent() as agent:
-        with pytest.raises(zk.InvalidMessageSequenceError) as info:
-            agent.history = [
-                {"role": "user", "content": "hi"},
-                {"role": "assistant", "content": "hello"},
-                {"role": "user", "content": "unanswered"},
-            ]
-        assert info.value.code == 5
-        assert "the history ends with a user message that has no reply" in str(info.value)
-        assert agent.history == []
-        assert agent.chat("works").text == "echo: works"
+        agent.history = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "unanswered"},
+        ]
+        assert agent.chat("and this").text == "echo: unanswered\n\nand this"
+        assert agent.history[2] == {"role": "user", "content": "unanswered\n\nand this"}
+        agent.history = [{"role": "user", "content": "only this"}]
+        assert agent.continue_chat().text == "echo: only this"
+        assert_consistent(agent.history)
 
 
 def test_call_ids_stay_unique_after_a_restore():

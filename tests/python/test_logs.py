@@ -186,7 +186,7 @@ def test_per_chat_hooks_replace_the_agents_for_that_chat() -> None:
 
         # An empty mapping runs no hook at all in that chat.
         agent.history = []
-        with pytest.raises(TypeError, match="the before_tool_call hook must be callable"):
+        with pytest.raises(zk.InvalidArgumentError, match="the `before_tool_call` hook must be a function, got int"):
             agent.chat("x", hooks={"before_tool_call": 3})
         with pytest.raises(zk.InvalidArgumentError, match="`before_everything` is not a hook"):
             agent.chat("x", hooks={"before_everything": print})

@@ -87,20 +87,21 @@ def test_startup_failures_and_bad_arguments():
             agent.add_mcp_server("nope", "/nonexistent/zoo-mcp")
         with pytest.raises(zk.InvalidArgumentError):
             agent.add_mcp_server("bad name", sys.executable, args=[FAKE])
-        with pytest.raises(TypeError, match="exactly one"):
-            agent.add_mcp_server("x")
-        with pytest.raises(TypeError, match="exactly one"):
-            agent.add_mcp_server("x", "cmd", url="http://127.0.0.1:1/mcp")
-        with pytest.raises(TypeError, match="apply to url"):
-            agent.add_mcp_server("x", "cmd", bearer_token="t")
-        with pytest.raises(TypeError, match="list of strings"):
-            agent.add_mcp_server("x", "cmd", args="--flag")  # type: ignore[arg-type]
-        with pytest.raises(ValueError, match="timeout"):
-            agent.add_mcp_server("x", "cmd", timeout=0)
-        with pytest.raises(ValueError, match="max_message_bytes"):
-            agent.add_mcp_server("x", "cmd", max_message_bytes=0)
-        with pytest.raises(TypeError, match="max_message_bytes"):
-            agent.add_mcp_server("x", "cmd", max_message_bytes=1.5)  # type: ignore[arg-type]
+        # The engine checks the description: the same error as in C and Node.
+        bad = [
+            ({}, "the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)"),
+            ({"command": "cmd", "url": "http://127.0.0.1:1/mcp"}, "exactly one of `command`"),
+            ({"command": "cmd", "bearer_token": "t"}, "unknown key `bearer_token` for a stdio server"),
+            ({"command": "cmd", "args": "--flag"}, "`args` must be an array of strings"),
+            ({"command": "cmd", "timeout": 0}, "`timeout_ms` must be a positive integer (milliseconds), got 0"),
+            ({"command": "cmd", "max_message_bytes": 0}, "`max_message_bytes` must be a positive integer (bytes), got 0"),
+            ({"command": "cmd", "max_message_bytes": 1.5}, "`max_message_bytes` must be a positive integer (bytes), got 1.5"),
+            ({"url": "ftp://example.com"}, "`url` must start with http:// or https://"),
+        ]
+        for kwargs, message in bad:
+            with pytest.raises(zk.InvalidArgumentError) as info:
+                agent.add_mcp_server("x", **kwargs)  # type: ignore[arg-type]
+            assert message in str(info.value), (kwargs, str(info.value))
         assert agent.mcp_servers == []
 
 
@@ -147,6 +148,21 @@ def test_max_message_bytes_fails_the_call_and_the_server_goes_on():
         assert agent.mcp_servers[0].state == "running"
 
 
+def test_a_server_that_stopped_reading_fails_the_call_at_once_and_is_dead():
+    # The fake server shuts the reading side of its stdin before it answers
+    # the last tools/list page, so the call's write finds no reader: the
+    # call fails at once (not after its 60 s timeout) and the server's
+    # tools are withdrawn.
+    with mock_agent(tool_call("quiet__echo", {"text": "anyone?"}), "Done.") as agent:
+        agent.add_mcp_server("quiet", sys.executable, args=[FAKE, "--close-stdin"], timeout=60)
+        started = time.monotonic()
+        response = agent.chat("go")
+        assert time.monotonic() - started < AT_ONCE
+        assert response.text == "Done."
+        assert "closed its stdin" in response.tool_calls[0].error
+        assert agent.mcp_servers[0].state == "dead"
+
+
 def test_tool_list_entries_that_are_no_tools_are_skipped_and_listed():
     with mock_agent() as agent:
         info = agent.add_mcp_server("fake", sys.executable, args=[FAKE, "--bad-tools"])
@@ -169,6 +185,46 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+FAKE_HTTP = str(ROOT / "tests" / "mcp" / "fake_http_server.py")
+
+
+def start_fake_http(port: int) -> subprocess.Popen:
+    """tests/mcp/fake_http_server.py on `port`, once it listens (it prints
+    its port first; it runs until its stdin closes)."""
+    server = subprocess.Popen(
+        [sys.executable, FAKE_HTTP, "--port", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None
+    assert server.stdout.readline().strip() == str(port)
+    return server
+
+
+def test_an_http_session_is_renewed_when_the_server_restarts_at_the_same_url():
+    # The MCP spec: a client whose session gets 404 starts a new one. The
+    # restarted server knows no old session; the next call renews it.
+    port = free_port()
+    server = start_fake_http(port)
+    try:
+        with mock_agent(
+            tool_call("h__echo", {"text": "before"}), "one", tool_call("h__echo", {"text": "after"}), "two"
+        ) as agent:
+            agent.add_mcp_server("h", url=f"http://127.0.0.1:{port}/mcp", bearer_token="secret", timeout=60)
+            assert agent.chat("go").tool_calls[0].result == "echo: before"
+            server.kill()
+            server.wait()
+            server = start_fake_http(port)
+            call = agent.chat("again").tool_calls[0]
+            assert call.result == "echo: after", call.error
+            assert agent.mcp_servers[0].state == "running"
+    finally:
+        server.kill()
+        server.wait()
 
 
 @pytest.mark.mcp_servers

@@ -1,15 +1,18 @@
 """The Python runner of the shared scenario suite: every JSON file in
 tests/scenarios/ (format in its README) runs here against zoo_keeper.Agent
-on the mock, as it runs in the Rust, C and Node runners."""
+on the mock, as it runs in the Rust, C and Node runners, and again on a
+backend written in Python that replays the mock's script (README: On a host
+backend)."""
 
 import dataclasses
 import json
 import os
 import pathlib
+import re
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import pytest
 
@@ -164,6 +167,12 @@ def scripted_hooks(rules: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
         thrown(rule)
         return zk.EndChat
 
+    def after_turn(turn: int, text: str) -> Any:
+        rule = first("after_turn", lambda r: r.get("turn", turn) == turn)
+        if rule is not None:
+            thrown(rule)
+        return None
+
     def before_tool_call(call: zk.ToolCall) -> Any:
         rule = first("before_tool_call", lambda r: r.get("tool", call.name) == call.name)
         if rule is None:
@@ -189,7 +198,8 @@ def scripted_hooks(rules: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
         errors.append(str(error))
 
     functions = {
-        "input_filter": input_filter, "before_turn": before_turn, "before_tool_call": before_tool_call,
+        "input_filter": input_filter, "before_turn": before_turn, "after_turn": after_turn,
+        "before_tool_call": before_tool_call,
         "after_tool_call": after_tool_call, "transform_context": transform_context, "on_error": on_error,
     }
     return {name: fn for name, fn in functions.items() if name in rules and rules[name] is not False}
@@ -224,19 +234,97 @@ def run_chat(agent: zk.Agent, step: Dict[str, Any], at: str, hook_errors: List[s
         check_error(expect.get("error"), error, at)
     else:
         assert "error" not in expect, f"{at}: want an error, got {response!r}"
+        typed_matches_raw(response, at)
         if "response" in expect:
-            matches(expect["response"], dataclasses.asdict(response), f"{at}.response")
+            matches(expect["response"], response.raw, f"{at}.response")
     if "events" in expect:
         matches([event_pattern(e) for e in expect["events"]], events, f"{at}.events")
     if "hook_errors" in expect:
         matches(expect["hook_errors"], hook_errors, f"{at}.hook_errors")
 
 
-def scenario_config(scenario: Dict[str, Any]) -> Dict[str, Any]:
+def typed_matches_raw(response: zk.Response, at: str) -> None:
+    """The typed Response holds exactly the engine's JSON: a key the
+    engine adds (or drops) that the dataclasses do not know fails here."""
+    typed = dataclasses.asdict(response)
+    typed.pop("raw")
+    raw = json.loads(json.dumps(response.raw))
+    for call in raw["tool_calls"]:
+        call.setdefault("result", None)
+        call.setdefault("error", None)
+    assert typed == raw, f"{at}: the typed response differs from the engine's JSON:\n{typed}\n{raw}"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def pieces(text: str) -> List[str]:
+    """Words with the whitespace before each, as the mock streams them."""
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def mock_tokens(message: Dict[str, Any]) -> int:
+    """The mock's rule: a token per word (an image is the 12 words of its
+    placeholder), 2 per call plus the words of its arguments' JSON, and 4
+    for the message's markup."""
+    calls = sum(2 + words(json.dumps(c["arguments"], separators=(",", ":"), ensure_ascii=False)) for c in message.get("tool_calls", []))
+    return words(message.get("content", "")) + 12 * len(message.get("images", [])) + calls + 4
+
+
+class Replay:
+    """The mock's script replayed by a backend written in Python, as a
+    user's test double would: each reply streamed word by word (after
+    piece_delay_ms), cut at max_tokens, then `echo: <message>`; usage and
+    token counts by the mock's rule, so that the scenarios' figures hold."""
+
+    def __init__(self, mock: Dict[str, Any]) -> None:
+        self.replies: List[str] = list(mock.get("replies", []))
+        self.delay = mock.get("piece_delay_ms", 0) / 1000
+
+    def generate(self, request: zk.BackendRequest) -> Iterator[zk.BackendItem]:
+        users = [m["content"] for m in request.messages if m["role"] == "user"]
+        text = self.replies.pop(0) if self.replies else f"echo: {users[-1] if users else ''}"
+        every = pieces(text)
+        sent = every if request.max_tokens is None else every[: request.max_tokens]
+        kept = "".join(sent)
+        cut = [kept.find(stop) for stop in request.stop if stop in kept]
+        kept = kept[: min(cut)] if cut else kept
+        # Before the text: a stop string ends the reply where it is seen.
+        yield {
+            "type": "usage",
+            "prompt_tokens": sum(mock_tokens(m) for m in request.messages),
+            "cached_tokens": sum(mock_tokens(m) for m in request.messages[: request.stable_prefix]),
+            "completion_tokens": len(pieces(kept)),
+        }
+        for piece in sent:
+            if request.wait_cancelled(self.delay):
+                return
+            yield piece
+        if len(sent) < len(every):
+            yield {"type": "finish", "reason": "length"}
+
+    def count_tokens(self, message: Dict[str, Any]) -> int:
+        return mock_tokens(message)
+
+
+def host_blocker(scenario: Dict[str, Any]) -> Optional[str]:
+    """Why a scenario cannot run on a host backend (README: On a host backend), or None."""
+    if "provider" in scenario.get("config", {}):
+        return "it checks the provider config itself"
+    if any(isinstance(r, dict) for r in scenario.get("mock", {}).get("replies", [])):
+        return "a scripted failure is inference_failed; a host's is provider_failed"
+    return None
+
+
+def scenario_config(scenario: Dict[str, Any], host: bool = False) -> Dict[str, Any]:
     """The scenario's config: unless it names a provider, the scenario's
-    mock is added as `provider={"type": "mock", ...}`."""
+    mock is added as `provider={"type": "mock", ...}`; on a host backend,
+    the backend replaying it is added as `backend=`."""
     config = dict(scenario.get("config", {}))
-    if "provider" not in config:
+    if host:
+        config["backend"] = Replay(scenario.get("mock", {}))
+    elif "provider" not in config:
         mock = scenario.get("mock", {})
         config["provider"] = {"type": "mock", "replies": mock.get("replies", []), "piece_delay_ms": mock.get("piece_delay_ms", 0)}
     return config
@@ -275,9 +363,9 @@ def expect_files(want: Dict[str, Any], workspace: Optional[pathlib.Path], at: st
         matches(content, got, f"{at}.files.{name}")
 
 
-def run_scenario(scenario: Dict[str, Any], workspace: Optional[pathlib.Path] = None) -> None:
+def run_scenario(scenario: Dict[str, Any], workspace: Optional[pathlib.Path] = None, host: bool = False) -> None:
     try:
-        agent = zk.Agent(**scenario_config(scenario))
+        agent = zk.Agent(**scenario_config(scenario, host))
     except zk.ZooError as error:
         check_error(scenario.get("create_error"), error, "create")
         return
@@ -357,22 +445,40 @@ def test_the_suite_is_there() -> None:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_scenario(path: Any) -> None:
+    run_file(path, host=False)
+
+
+# The scenarios a host backend can run; the others are listed with the
+# reason in the README (On a host backend).
+ON_A_HOST = [p for p in SCENARIOS if host_blocker(json.loads(p.read_text())) is None]
+
+
+def test_most_scenarios_run_on_a_host_backend() -> None:
+    assert len(ON_A_HOST) >= len(SCENARIOS) - 15
+
+
+@pytest.mark.parametrize("path", ON_A_HOST, ids=[p.stem for p in ON_A_HOST])
+def test_scenario_on_a_host_backend(path: Any) -> None:
+    run_file(path, host=True)
+
+
+def run_file(path: Any, host: bool) -> None:
     text = path.read_text()
     scenario = json.loads(text)
     assert scenario["name"] == path.stem
     if "workspace" not in scenario:
-        run_prepared(scenario)
+        run_prepared(scenario, host=host)
         return
     with tempfile.TemporaryDirectory() as folder:
         workspace = pathlib.Path(folder).resolve()
         make_workspace(workspace, scenario["workspace"])
         # A scenario with a workspace reads with `$WORKSPACE` as its path.
-        run_prepared(json.loads(text.replace("$WORKSPACE", str(workspace))), workspace)
+        run_prepared(json.loads(text.replace("$WORKSPACE", str(workspace))), workspace, host)
 
 
-def run_prepared(scenario: Dict[str, Any], workspace: Optional[pathlib.Path] = None) -> None:
+def run_prepared(scenario: Dict[str, Any], workspace: Optional[pathlib.Path] = None, host: bool = False) -> None:
     fails = [t["behavior"]["fail"] for t in scenario.get("tools", []) if "fail" in t["behavior"]] + hook_throws(scenario)
     confirm = scenario.get("builtin_tools", {}).get("confirm", {})
     fails += [answer["fail"] for answer in confirm.values() if isinstance(answer, dict)]
     scenario["steps"] = as_python(scenario.get("steps", []), fails)
-    run_scenario(scenario, workspace)
+    run_scenario(scenario, workspace, host)

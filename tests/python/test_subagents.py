@@ -2,10 +2,11 @@
 parent's task, may call the tools it was given, and bad specs raise."""
 
 import json
+import time
 
 import pytest
 
-from zoo_keeper import Agent, InvalidArgumentError, ToolNotFoundError
+from zoo_keeper import Agent, Event, InvalidArgumentError, ToolNotFoundError
 
 
 def tool_call(name: str, arguments: dict) -> str:
@@ -67,3 +68,35 @@ def test_the_childs_steps_are_updates_and_its_usage_joins_the_parents() -> None:
         assert response.usage.total_tokens == own + child["total_tokens"]
         assert events[-1].type == "chat_finished"
         assert events[-1].data["usage"]["total_tokens"] == response.usage.total_tokens
+
+
+def test_the_parents_stop_reaches_the_child() -> None:
+    # The child calls `started` (a parent tool it was given), then writes
+    # 2,000 words at 50 ms each: 100 s unless the stop reaches it.
+    parent_replies = [tool_call("researcher", {"task": "a long job"}), "Next."]
+    long = " ".join(["word"] * 2000)
+    child_replies = [tool_call("started", {}), long]
+    with Agent(provider={"type": "mock", "replies": parent_replies}) as parent:
+        parent.register_tool("started", "Signals", {"type": "object", "properties": {}}, lambda: "ok")
+        parent.add_subagent(
+            "researcher",
+            "Looks things up",
+            tools=["started"],
+            provider={"type": "mock", "replies": child_replies, "piece_delay_ms": 50},
+        )
+        stopped_at = []
+
+        def on_event(event: Event) -> None:
+            # The child's call of `started` ended: it is writing now.
+            step = event.data["update"]["event"] if event.type == "tool_call_update" else None
+            if step == "tool_call_finished" and not stopped_at:
+                stopped_at.append(time.monotonic())
+                parent.stop()
+
+        response = parent.chat("go", on_event=on_event)
+        assert stopped_at, "the child never called its tool"
+        assert response.stop_reason == "cancelled"
+        # Generous for a busy machine; the child alone would take 100 s.
+        assert time.monotonic() - stopped_at[0] < 20
+        # The parent is usable again, and so is the child.
+        assert parent.chat("next").text == "Next."

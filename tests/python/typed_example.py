@@ -1,7 +1,7 @@
 """A user program that must type-check under mypy --strict (see test_stubs.py)."""
 
 import pathlib
-from typing import Any, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional
 
 import zoo_keeper as zk
 
@@ -58,3 +58,37 @@ def run(path: str) -> Optional[str]:
             if isinstance(item, zk.Token):
                 tokens.append(item.text)
         return response.text if response.stop_reason == "stop" else None
+
+
+class Gateway:
+    """A backend written in Python: a generator of the reply's items."""
+
+    def generate(self, request: zk.BackendRequest) -> Iterator[zk.BackendItem]:
+        if request.cancelled or request.wait_cancelled(0.0):
+            return
+        last: Dict[str, Any] = request.messages[-1]
+        temperature: float = request.sampling["temperature"]
+        yield f"You said {last['content']} at {temperature}"
+        if request.tools and request.tool_choice != "none":
+            yield {"type": "tool_call", "name": request.tools[0]["name"], "arguments": {}}
+        yield {"type": "thinking", "text": "short"}
+        yield {"type": "usage", "prompt_tokens": 10, "completion_tokens": 2}
+        yield {"type": "finish", "reason": "stop"}
+
+    def count_tokens(self, message: Dict[str, Any]) -> int:
+        return len(str(message["content"])) // 4 + 4
+
+
+class AsyncGateway:
+    """The same as an async generator."""
+
+    async def generate(self, request: zk.BackendRequest) -> AsyncIterator[zk.BackendItem]:
+        yield {"type": "text", "text": str(request.max_tokens)}
+
+
+def on_backends() -> str:
+    with zk.Agent(backend=Gateway(), provider={"type": "host", "thinking": "low"}) as agent:
+        text: str = agent.chat("hi").text
+    with zk.Agent(backend=AsyncGateway()) as other:
+        text += other.chat("hi").text
+    return text

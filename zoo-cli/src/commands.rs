@@ -16,7 +16,8 @@ const HELP: &str = "\
 /model PATH      switch to another GGUF model, keeping the conversation
 /session [ID]    the current session, or switch to session ID
 /sessions        the sessions of the store
-/save FILE       write the conversation to FILE as JSON
+/save [FILE]     write the conversation to FILE as JSON (default
+                 zoo-chat-SESSION.json in the current folder)
 /debug [on|off]  show the prompt as rendered and the raw model output
 /quit            leave (or Ctrl-D); Ctrl-C stops a reply";
 
@@ -157,10 +158,12 @@ fn store(repl: &Repl) -> Result<std::path::PathBuf, String> {
 }
 
 fn save(repl: &Repl, file: &str) -> Result<(), String> {
-    if file.is_empty() {
-        return Err("/save FILE writes the conversation to FILE".into());
-    }
     let agent = agent(repl)?;
+    let file = if file.is_empty() {
+        default_save_file(agent.session_id().as_deref())?
+    } else {
+        std::path::PathBuf::from(file)
+    };
     let json = match (agent.session_id(), &agent.config().session_store) {
         // The store's export, which SessionStore::import_json reads back.
         (Some(id), Some(path)) => SessionStore::open(path)
@@ -168,9 +171,35 @@ fn save(repl: &Repl, file: &str) -> Result<(), String> {
             .map_err(|e| e.to_string())?,
         _ => serde_json::to_string_pretty(&agent.history()).map_err(|e| e.to_string())?,
     };
-    std::fs::write(file, json).map_err(|e| format!("{file}: {e}"))?;
-    repl.display.note(&format!("Saved to {file}."));
+    let shown = file.display();
+    std::fs::write(&file, json).map_err(|e| format!("{shown}: {e}"))?;
+    repl.display.note(&format!("Saved to {shown}."));
     Ok(())
+}
+
+/// Where a bare `/save` writes: `zoo-chat-SESSION.json` in the current
+/// folder, or `zoo-chat-SECONDS.json` (the Unix time) without a session;
+/// absolute, so the message says exactly where.
+fn default_save_file(session: Option<&str>) -> Result<std::path::PathBuf, String> {
+    let name = match session {
+        // A session id is any text: only the safe characters make the name.
+        Some(id) => id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect(),
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .to_string(),
+    };
+    let here = std::env::current_dir().map_err(|e| format!("the current folder: {e}"))?;
+    Ok(here.join(format!("zoo-chat-{name}.json")))
 }
 
 fn debug(repl: &Repl, arg: &str) {
@@ -182,4 +211,25 @@ fn debug(repl: &Repl, arg: &str) {
     verbose::set(on);
     let state = if on { "on" } else { "off" };
     repl.display.note(&format!("Debug output is {state}."));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_save_file;
+
+    #[test]
+    fn a_bare_save_names_its_file_after_the_session_or_the_time() {
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(
+            default_save_file(Some("trip/plans 2")).unwrap(),
+            here.join("zoo-chat-trip_plans_2.json")
+        );
+        let name = default_save_file(None).unwrap();
+        let name = name.file_name().unwrap().to_str().unwrap();
+        let seconds = name
+            .strip_prefix("zoo-chat-")
+            .and_then(|n| n.strip_suffix(".json"))
+            .unwrap();
+        assert!(seconds.parse::<u64>().unwrap() > 1_700_000_000, "{name}");
+    }
 }

@@ -75,6 +75,8 @@ fn create(config: Config) -> Result<Agent, String> {
     else {
         return Agent::create(config).map_err(|e| e.to_string());
     };
+    // On stderr, and only when it is a terminal (indicatif hides it
+    // otherwise): a script's output stays clean.
     let bar = indicatif::ProgressBar::new(100).with_style(
         indicatif::ProgressStyle::with_template("loading {msg} {bar:30} {percent}%")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -82,11 +84,26 @@ fn create(config: Config) -> Result<Agent, String> {
     bar.set_message(path.clone());
     let shown = bar.clone();
     let params = zoo_core::ModelParams::from(&config);
+    let started = std::time::Instant::now();
     let model = zoo_core::Model::load_with_progress(&path, params, move |progress| {
         shown.set_position((progress * 100.0) as u64);
         true
     });
-    bar.finish_and_clear();
+    match &model {
+        // The bar gives way to a line saying what was loaded, which stays.
+        Ok(_) => {
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.finish_with_message(format!(
+                "loaded {path} in {:.1} s",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+        // The error says what failed; the bar goes.
+        Err(_) => bar.finish_and_clear(),
+    }
     Agent::with_model(model.map_err(|e| e.to_string())?, config).map_err(|e| e.to_string())
 }
 

@@ -4,6 +4,7 @@
 //! subscriber shows them while verbose is on and nothing else.
 
 use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::field::{Field, Visit};
@@ -48,8 +49,14 @@ impl<S: Subscriber> Layer<S> for Shown {
         }
         let mut text = Text::default();
         event.record(&mut text);
+        // Dimmed on a terminal, plain when stderr goes to a file or pipe.
+        let (dim, plain) = if std::io::stderr().is_terminal() {
+            ("\x1b[2m", "\x1b[0m")
+        } else {
+            ("", "")
+        };
         eprintln!(
-            "\x1b[2m--- {} ---\n{}\n---\x1b[0m",
+            "{dim}--- {} ---\n{}\n---{plain}",
             event.metadata().target(),
             text.0
         );

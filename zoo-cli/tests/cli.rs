@@ -1,8 +1,14 @@
 //! The `zoo` binary as a script uses it: `run` on the mock (argument,
 //! stdin, --json, errors), a config file with flags on top, sessions and
 //! `--resume`, tools refused without a terminal, MCP servers from a Claude
-//! Desktop file, the REPL fed line by line, `models` and `run` on the real
-//! model. tests/terminal.rs drives the REPL in a real terminal.
+//! Desktop file, the REPL fed line by line (its slash commands, /debug's
+//! output), `run` against a fake OpenAI-compatible server, `--version`, and
+//! `models`, `run` and `/model` on the real model. tests/terminal.rs drives
+//! the REPL in a real terminal.
+
+#[allow(dead_code)]
+#[path = "../../zoo-core/tests/remote/fake_server.rs"]
+mod fake_server;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,8 +44,14 @@ impl Drop for TempDir {
 /// is also its current folder (so no user config or history is read or
 /// written).
 fn zoo(home: &Path, args: &[&str], stdin: &str) -> Output {
+    zoo_with_env(home, args, stdin, &[])
+}
+
+/// [`zoo`] with more environment variables.
+fn zoo_with_env(home: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zoo"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(home)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
@@ -564,7 +576,7 @@ fn chat_keeps_conversations_in_the_users_store_by_default() {
 }
 
 #[test]
-fn models_lists_real_model_files_with_their_metadata_without_loading_them() {
+fn real_model_files_are_listed_with_their_metadata_without_loading_them() {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
     let smol = models.join("SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(
@@ -611,4 +623,230 @@ fn models_lists_real_model_files_with_their_metadata_without_loading_them() {
         1,
         "{listed}"
     );
+}
+
+#[test]
+fn version_says_which_zoo_this_is() {
+    let dir = TempDir::new();
+    let out = zoo(&dir.0, &["--version"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("zoo {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// The blocks `--verbose` or `/debug` printed under `target` (the text
+/// between the block's header and its closing `---`).
+fn debug_blocks(stderr: &str, target: &str) -> Vec<String> {
+    let header = format!("--- {target} ---\n");
+    stderr
+        .split(&header)
+        .skip(1)
+        .map(|rest| rest.split("\n---").next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn system_sets_the_prompt_and_debug_shows_what_the_model_gets_and_says() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", "[provider]\ntype = \"mock\"\n");
+    let input = "/debug on\n/system Be brief.\nhi\n/system\nagain\n/debug off\nlast\n/quit\n";
+    let out = zoo(
+        &dir.0,
+        &["chat", "--config", config.to_str().unwrap()],
+        input,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let screen = text(&out.stdout);
+    assert!(screen.contains("Debug output is on."), "{screen}");
+    assert!(screen.contains("Debug output is off."), "{screen}");
+    for answer in ["echo: hi", "echo: again", "echo: last"] {
+        assert!(screen.contains(answer), "{answer:?} not in:\n{screen}");
+    }
+    let err = text(&out.stderr);
+    assert!(!err.contains('\x1b'), "colors on a pipe: {err}");
+    // The mock's prompt is the messages it got: with the system prompt for
+    // the first question, without it once /system alone removed it.
+    let prompts = debug_blocks(&err, "zoo::prompt");
+    assert_eq!(prompts.len(), 2, "one prompt per question while on: {err}");
+    assert!(
+        prompts[0].starts_with(
+            r#"[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]"#
+        ),
+        "{}",
+        prompts[0]
+    );
+    assert!(
+        prompts[1].starts_with(r#"[{"role":"user","content":"hi"},"#)
+            && prompts[1].contains(r#"{"role":"user","content":"again"}"#)
+            && !prompts[1].contains("system"),
+        "{}",
+        prompts[1]
+    );
+    // The raw output, before parsing; nothing once debug is off.
+    let raw = debug_blocks(&err, "zoo::raw_output");
+    assert_eq!(raw.len(), 2, "{err}");
+    assert!(raw[0].starts_with("echo: hi"), "{}", raw[0]);
+    assert!(raw[1].starts_with("echo: again"), "{}", raw[1]);
+    assert!(!err.contains("last"), "{err}");
+}
+
+#[test]
+fn a_bare_save_writes_the_session_next_to_you_and_says_where() {
+    let dir = TempDir::new();
+    let config = dir.file("zoo.toml", "[provider]\ntype = \"mock\"\n");
+    let store = dir.0.join("chats.db");
+    let args = [
+        "chat",
+        "--config",
+        config.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--session",
+        "trip/plans",
+    ];
+    let out = zoo(&dir.0, &args, "where to?\n/save\n/quit\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The session's name, made safe for a file name, in the current folder.
+    let file = dir
+        .0
+        .canonicalize()
+        .unwrap()
+        .join("zoo-chat-trip_plans.json");
+    let screen = text(&out.stdout);
+    assert!(
+        screen.contains(&format!("Saved to {}.", file.display())),
+        "{screen}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["id"], "trip/plans", "{saved}");
+    assert!(saved.to_string().contains("echo: where to?"), "{saved}");
+}
+
+/// An OpenAI-compatible stream of these text pieces.
+fn openai_stream(pieces: &[&str]) -> Vec<String> {
+    let mut events: Vec<String> = pieces
+        .iter()
+        .map(|p| {
+            let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": p}}]});
+            format!("data: {chunk}")
+        })
+        .collect();
+    events.push(r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#.into());
+    events.push("data: [DONE]".into());
+    events
+}
+
+#[test]
+fn run_talks_to_an_openai_compatible_server() {
+    use fake_server::{Answer, FakeServer};
+    let dir = TempDir::new();
+    let server = FakeServer::start(vec![
+        Answer::Stream(openai_stream(&["Hello from ", "the server."])),
+        Answer::status(401, r#"{"error": {"message": "bad key"}}"#),
+    ]);
+    let args = [
+        "run",
+        "--backend",
+        "openai",
+        "--base-url",
+        &server.base_url,
+        "--api-key-env",
+        "ZOO_TEST_KEY",
+        "--model",
+        "qwen-test",
+        "--system",
+        "Be brief.",
+        "Hi",
+    ];
+    let env = [("ZOO_TEST_KEY", "sk-test")];
+    let out = zoo_with_env(&dir.0, &args, "", &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hello from the server.\n");
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(request.headers["authorization"], "Bearer sk-test");
+    assert_eq!(request.body["model"], "qwen-test");
+    assert_eq!(
+        request.body["messages"],
+        serde_json::json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"}
+        ])
+    );
+    // The server refuses the next one: the message on stderr, a failure.
+    let out = zoo_with_env(&dir.0, &args, "", &env);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "zoo: provider openai ({}) refused the credentials (HTTP 401): bad key",
+            server.base_url
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn model_switches_to_a_real_model_keeping_the_conversation() {
+    let model =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        model.exists(),
+        "{} is missing: run scripts/fetch-models",
+        model.display()
+    );
+    let dir = TempDir::new();
+    let config = dir.file(
+        "zoo.toml",
+        "temperature = 0.0\nmax_tokens = 12\n[provider]\ntype = \"mock\"\n",
+    );
+    let store = dir.0.join("chats.db");
+    let saved = dir.0.join("saved.json");
+    let input = format!(
+        "My name is Ada.\n/model {}\nWhat is my name?\n/save {}\n/quit\n",
+        model.display(),
+        saved.display()
+    );
+    let args = [
+        "chat",
+        "--config",
+        config.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--session",
+        "switch",
+    ];
+    let out = zoo(&dir.0, &args, &input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let screen = text(&out.stdout);
+    assert!(screen.contains("echo: My name is Ada."), "{screen}");
+    assert!(
+        screen.contains(&format!("Now on {}.", model.display())),
+        "{screen}"
+    );
+    // The real model answered the second question, after the first
+    // question and the mock's answer: the conversation went along.
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let messages = saved["messages"].as_array().expect("a session export");
+    let said: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(
+        &said[..3],
+        [
+            ("user", "My name is Ada."),
+            ("assistant", "echo: My name is Ada."),
+            ("user", "What is my name?")
+        ]
+    );
+    assert_eq!(said[3].0, "assistant");
+    assert!(!said[3].1.trim().is_empty() && !said[3].1.starts_with("echo:"));
+    assert!(screen.contains(said[3].1.trim()), "{screen}");
 }

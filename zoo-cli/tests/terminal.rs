@@ -19,8 +19,10 @@ struct Terminal {
 }
 
 impl Terminal {
-    fn start(home: &Path) -> Terminal {
-        let socket = format!("zoo-test-{}", std::process::id());
+    /// A terminal whose shell runs in `home`; `name` keeps the tmux servers
+    /// of tests running at once apart.
+    fn start(home: &Path, name: &str) -> Terminal {
+        let socket = format!("zoo-test-{}-{name}", std::process::id());
         let term = Terminal {
             socket,
             home: home.to_owned(),
@@ -120,6 +122,14 @@ fn children(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// A fresh home folder for one test, with a workspace `ws` in it.
+fn home(name: &str) -> PathBuf {
+    let home = std::env::temp_dir().join(format!("zoo-terminal-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(home.join("ws")).unwrap();
+    home
+}
+
 /// Words `w1 w2 ...`: a reply long enough that only Ctrl-C ends it.
 fn long_reply(words: usize) -> String {
     (1..=words)
@@ -130,9 +140,7 @@ fn long_reply(words: usize) -> String {
 
 #[test]
 fn a_person_chats_confirms_a_tool_stops_a_reply_and_leaves() {
-    let home = std::env::temp_dir().join(format!("zoo-terminal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(home.join("ws")).unwrap();
+    let home = home("chat");
     let config = format!(
         "[provider]\ntype = \"mock\"\npiece_delay_ms = 50\nreplies = [{}, \"Saved the note.\", \"{}\", \"Still here.\"]\n\n[builtin_tools]\ntools = [\"write_file\"]\nworkspace = \"{}\"\n",
         serde_json::to_string(
@@ -143,7 +151,7 @@ fn a_person_chats_confirms_a_tool_stops_a_reply_and_leaves() {
         home.join("ws").display()
     );
     std::fs::write(home.join("zoo.toml"), config).unwrap();
-    let term = Terminal::start(&home);
+    let term = Terminal::start(&home, "chat");
     let zoo = env!("CARGO_BIN_EXE_zoo");
     term.typed(&format!("{zoo} chat --config zoo.toml"), &["Enter"]);
     term.wait_for("the banner", |s| s.contains("/help lists the commands"));
@@ -207,4 +215,90 @@ fn a_person_chats_confirms_a_tool_stops_a_reply_and_leaves() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A mock reply calling `write_file` on `path`.
+fn writes(path: &str) -> String {
+    let call = format!(
+        r#"<tool_call>{{"name": "write_file", "arguments": {{"path": "{path}", "content": "hi"}}}}</tool_call>"#
+    );
+    serde_json::to_string(&call).unwrap()
+}
+
+#[test]
+fn no_refuses_a_call_and_always_stops_asking_about_that_tool() {
+    let home = home("answers");
+    let config = format!(
+        "[provider]\ntype = \"mock\"\nreplies = [{}, \"Not saved.\", {}, \"Saved b.\", {}, \"Saved c.\"]\n\n[builtin_tools]\ntools = [\"write_file\"]\nworkspace = \"{}\"\n",
+        writes("a.txt"),
+        writes("b.txt"),
+        writes("c.txt"),
+        home.join("ws").display()
+    );
+    std::fs::write(home.join("zoo.toml"), config).unwrap();
+    let term = Terminal::start(&home, "answers");
+    let zoo = env!("CARGO_BIN_EXE_zoo");
+    term.typed(&format!("{zoo} chat --config zoo.toml"), &["Enter"]);
+    term.wait_for("the banner", |s| s.contains("/help lists the commands"));
+
+    // "n": the call is refused, the model reads why, nothing is written.
+    term.typed("save a", &["Enter"]);
+    term.wait_for("the first question", |s| {
+        s.contains("Allow write_file a.txt? [y]es [n]o [a]lways: ")
+    });
+    term.typed("n", &["Enter"]);
+    let screen = term.wait_for("the answer", |s| s.contains("Not saved."));
+    assert!(
+        screen.contains("[tool] write_file failed: ")
+            && screen.contains("the user did not allow `write_file` to run"),
+        "{screen}"
+    );
+    assert!(!home.join("ws/a.txt").exists());
+
+    // "a": this call runs, and so does every later write_file, unasked.
+    term.typed("save b", &["Enter"]);
+    term.wait_for("the second question", |s| {
+        s.contains("Allow write_file b.txt? [y]es [n]o [a]lways: ")
+    });
+    term.typed("a", &["Enter"]);
+    term.wait_for("the answer", |s| s.contains("Saved b."));
+    assert!(home.join("ws/b.txt").exists());
+    term.typed("save c", &["Enter"]);
+    let screen = term.wait_for("the answer", |s| s.contains("Saved c."));
+    assert!(home.join("ws/c.txt").exists());
+    assert!(!screen.contains("Allow write_file c.txt?"), "{screen}");
+    assert_eq!(screen.matches("Allow write_file").count(), 2, "{screen}");
+
+    term.typed("/quit", &["Enter"]);
+    term.wait_for("the shell's prompt", |s| {
+        s.trim_end().ends_with(SHELL_PROMPT.trim_end())
+    });
+}
+
+#[test]
+fn loading_a_real_model_shows_its_progress_then_what_was_loaded() {
+    let model =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        model.exists(),
+        "{} is missing: run scripts/fetch-models",
+        model.display()
+    );
+    let home = home("real_model_load");
+    let term = Terminal::start(&home, "real_model_load");
+    let zoo = env!("CARGO_BIN_EXE_zoo");
+    term.typed(
+        &format!("{zoo} chat --model {}", model.display()),
+        &["Enter"],
+    );
+    // The bar (`loading PATH [...] N%`) gives way to a line that stays.
+    let loaded = format!("loaded {} in ", model.display());
+    let screen = term.wait_for("the loaded line", |s| s.contains(&loaded));
+    let line = screen.lines().find(|l| l.contains(&loaded)).unwrap();
+    assert!(line.trim_end().ends_with(" s"), "{line}");
+    term.wait_for("the banner", |s| s.contains("/help lists the commands"));
+    term.typed("/quit", &["Enter"]);
+    term.wait_for("the shell's prompt", |s| {
+        s.trim_end().ends_with(SHELL_PROMPT.trim_end())
+    });
 }

@@ -10,11 +10,9 @@
 //! history:
 //! - generation: the model describes a lighthouse in one sentence (no
 //!   tools; a few dozen tokens, ended by the model); a thread steers after
-//!   a random 1 to 16 streamed tokens. The message joins the conversation
-//!   before the next reply: the chat starts a new round for it when the
-//!   description ends. (A reply cut by `max_tokens` ends the chat, and the
-//!   message waits for the next chat; the bench leaves room for the whole
-//!   reply.)
+//!   a random 1 to 16 streamed tokens. The steer ends the reply at the next
+//!   token (what it said is kept) and the message joins the conversation
+//!   for the next reply.
 //! - tool in flight: the model's first reply is a call to a tool that takes
 //!   200 ms; the tool steers after a random 0 to 150 ms. The message joins
 //!   before the reply that reads the tool's result; the part of the

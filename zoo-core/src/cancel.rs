@@ -1,7 +1,7 @@
 //! Cancellation flags shared between a caller and the inference thread.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -34,6 +34,34 @@ pub struct CancelToken {
 struct Signal {
     callbacks: Mutex<Vec<OnCancel>>,
     woken: Condvar,
+    /// The tokens made by [`child`](CancelToken::child), held weakly: a
+    /// child dropped before this token is cancelled is simply forgotten.
+    children: Mutex<Vec<WeakToken>>,
+}
+
+/// A child token, not kept alive by its parent.
+struct WeakToken {
+    flag: Weak<AtomicBool>,
+    abort: Weak<Mutex<Option<String>>>,
+    signal: Weak<Signal>,
+}
+
+impl WeakToken {
+    fn of(token: &CancelToken) -> Self {
+        WeakToken {
+            flag: Arc::downgrade(&token.flag),
+            abort: Arc::downgrade(&token.abort),
+            signal: Arc::downgrade(&token.signal),
+        }
+    }
+
+    fn upgrade(&self) -> Option<CancelToken> {
+        Some(CancelToken {
+            flag: self.flag.upgrade()?,
+            abort: self.abort.upgrade()?,
+            signal: self.signal.upgrade()?,
+        })
+    }
 }
 
 impl std::fmt::Debug for CancelToken {
@@ -50,8 +78,26 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Asks the chat to stop, wakes the threads in [`wait`](Self::wait) and
-    /// runs the [`on_cancel`](Self::on_cancel) callbacks (on this thread).
+    /// A token that is cancelled when this one is (an abort passes its
+    /// reason on), and that can also be cancelled alone: one reply of a
+    /// chat, which a steering message ends early without stopping the chat.
+    pub fn child(&self) -> CancelToken {
+        let child = CancelToken::new();
+        {
+            let mut children = self.signal.children.lock();
+            children.retain(|c| c.flag.strong_count() > 0);
+            children.push(WeakToken::of(&child));
+        }
+        // A cancel that came before the child was listed did not reach it.
+        if self.is_cancelled() {
+            self.pass_on(&child);
+        }
+        child
+    }
+
+    /// Asks the chat to stop, wakes the threads in [`wait`](Self::wait),
+    /// runs the [`on_cancel`](Self::on_cancel) callbacks (on this thread)
+    /// and cancels the token's [`child`](Self::child) tokens.
     pub fn cancel(&self) {
         self.flag.store(true, Ordering::Release);
         let callbacks = {
@@ -61,6 +107,19 @@ impl CancelToken {
         };
         for callback in callbacks {
             callback();
+        }
+        let children = std::mem::take(&mut *self.signal.children.lock());
+        for child in children.iter().filter_map(WeakToken::upgrade) {
+            self.pass_on(&child);
+        }
+    }
+
+    /// Cancels `child` as this token was cancelled: aborted with the same
+    /// reason, or cancelled.
+    fn pass_on(&self, child: &CancelToken) {
+        match self.abort_reason() {
+            Some(reason) => child.abort(reason),
+            None => child.cancel(),
         }
     }
 
@@ -172,5 +231,33 @@ mod tests {
         forgotten.forget_callbacks();
         forgotten.cancel();
         assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_child_follows_its_parent_but_not_the_other_way() {
+        let parent = CancelToken::new();
+        let alone = parent.child();
+        alone.cancel();
+        assert!(!parent.is_cancelled());
+        let child = parent.child();
+        let grandchild = child.child();
+        parent.abort("the callback failed");
+        assert!(child.is_cancelled() && grandchild.is_cancelled());
+        assert_eq!(
+            grandchild.abort_reason().as_deref(),
+            Some("the callback failed")
+        );
+        // Made after the cancel, a child starts cancelled.
+        assert!(parent.child().is_cancelled());
+    }
+
+    #[test]
+    fn dropped_children_are_not_kept() {
+        let parent = CancelToken::new();
+        for _ in 0..1000 {
+            drop(parent.child());
+        }
+        let _kept = parent.child();
+        assert_eq!(parent.signal.children.lock().len(), 1);
     }
 }

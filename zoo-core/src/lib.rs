@@ -6,6 +6,38 @@
 //! execute, inject, repeat) and resolves a [`ChatHandle`] with a [`Response`].
 //!
 //! The C ABI (`zoo-ffi`), Python and Node bindings all call this crate's API.
+//!
+//! # Example
+//!
+//! An agent with one tool, on the scripted mock provider (the model file is
+//! swapped for a script, so this runs anywhere; with a GGUF file, set
+//! `model_path` instead of `provider`). The mock's first reply calls the
+//! tool, the engine runs it and shows the result to the model, whose next
+//! reply is the answer:
+//!
+//! ```
+//! use serde_json::json;
+//! use zoo_core::{Agent, ChatOptions, Config, MockProvider, MockReply, StopReason};
+//!
+//! let mock = MockProvider::new([
+//!     MockReply::tool_call("add", json!({"a": 17, "b": 23})),
+//!     MockReply::text("17 + 23 = 40."),
+//! ]);
+//! let agent = Agent::create(Config::default().provider(mock))?;
+//! agent.register_fn("add", "Add two integers", &[("a", "first"), ("b", "second")],
+//!     |a: i64, b: i64| a + b)?;
+//!
+//! let response = agent.chat("What is 17 + 23?", ChatOptions::default()).wait()?;
+//! assert_eq!(response.text, "17 + 23 = 40.");
+//! assert_eq!(response.stop_reason, StopReason::Stop);
+//! assert_eq!(response.tool_calls[0].name, "add");
+//! assert_eq!(response.tool_calls[0].result, Some(json!(40)));
+//! assert_eq!(agent.history().len(), 4); // user, tool call, tool result, answer
+//! # Ok::<(), zoo_core::Error>(())
+//! ```
+//!
+//! `Agent::with_model` runs on a loaded `Model` (feature `llama`, on by
+//! default), and [`Config`] lists every setting with its JSON key.
 
 pub mod agent;
 pub mod backend;
@@ -28,7 +60,10 @@ pub mod thinking;
 pub mod tools;
 
 pub use agent::{
-    Agent, AgentState, ChatHandle, ChatOptions, SubAgent, SubAgentStep, SubAgentUpdate,
+    Agent, AgentSlot, AgentState, ChatHandle, ChatOptions, SubAgent, SubAgentStep, SubAgentUpdate,
+};
+pub use backend::host::{
+    HostBackend, HostFinish, HostModel, HostOutput, HostProvider, HostRequest, HostSink, HostUsage,
 };
 #[cfg(feature = "llama")]
 pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};

@@ -8,12 +8,15 @@
 //! ```
 //!
 //! or an OpenAI-compatible server ([`OpenAiProvider`]), Anthropic
-//! ([`AnthropicProvider`]) or Gemini ([`GeminiProvider`]):
+//! ([`AnthropicProvider`]) or Gemini ([`GeminiProvider`]), or settings for
+//! a backend written in the host language ([`HostProvider`], whose object
+//! is given beside the config):
 //!
 //! ```json
 //! {"provider": {"type": "openai", "base_url": "http://127.0.0.1:8080/v1", "api_key_env": "OPENAI_API_KEY"}}
 //! {"provider": {"type": "anthropic", "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"}}
 //! {"provider": {"type": "gemini", "model": "gemini-2.5-flash", "api_key_env": "GEMINI_API_KEY"}}
+//! {"provider": {"type": "host", "thinking": "low"}}
 //! ```
 //!
 //! Each type has a table of keys and rules (below), which the config reader
@@ -24,6 +27,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::backend::host::{HostProvider, HOST_KEYS};
 use crate::backend::mock::{MockBackend, MockReply};
 use crate::backend::remote::{
     AnthropicProvider, GeminiProvider, OpenAiProvider, ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS,
@@ -48,6 +52,10 @@ pub enum Provider {
     /// `{"type": "gemini", "model": ...}`: the Gemini API (see
     /// [`GeminiProvider`]).
     Gemini(GeminiProvider),
+    /// `{"type": "host", ...}`: the settings of a backend written in the
+    /// host language, whose object is given beside the config (see
+    /// [`HostProvider`]).
+    Host(HostProvider),
 }
 
 impl Provider {
@@ -58,6 +66,7 @@ impl Provider {
             Provider::OpenAi(_) => "openai",
             Provider::Anthropic(_) => "anthropic",
             Provider::Gemini(_) => "gemini",
+            Provider::Host(_) => "host",
         }
     }
 }
@@ -128,6 +137,12 @@ impl From<GeminiProvider> for Provider {
     }
 }
 
+impl From<HostProvider> for Provider {
+    fn from(host: HostProvider) -> Self {
+        Provider::Host(host)
+    }
+}
+
 /// Every provider type and its keys, in the order errors list them. A new
 /// provider is a variant of [`Provider`] and a line here.
 const TYPES: &[(&str, &Settings)] = &[
@@ -135,6 +150,7 @@ const TYPES: &[(&str, &Settings)] = &[
     ("openai", &OPENAI_KEYS),
     ("anthropic", &ANTHROPIC_KEYS),
     ("gemini", &GEMINI_KEYS),
+    ("host", &HOST_KEYS),
 ];
 
 /// The `type` key, which every provider table lists first (it was checked
@@ -272,15 +288,15 @@ mod tests {
         for (provider, want) in [
             (
                 r#"{"type": "gpt"}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic" or "gemini"), got "gpt""#,
+                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic", "gemini" or "host"), got "gpt""#,
             ),
             (
                 r#"{"replies": []}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic" or "gemini"), got nothing"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic", "gemini" or "host"), got nothing"#,
             ),
             (
                 r#"{"type": 3}"#,
-                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic" or "gemini"), got 3"#,
+                r#"invalid config `provider.type`: expected a provider type ("mock", "openai", "anthropic", "gemini" or "host"), got 3"#,
             ),
             (
                 r#""mock""#,

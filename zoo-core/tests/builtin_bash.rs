@@ -146,6 +146,42 @@ fn a_background_process_does_not_outlive_a_finished_command() {
 }
 
 #[test]
+fn nohup_and_disown_stay_in_the_group_and_setsid_leaves_it() {
+    // What the README says of commands that try to outlive the call:
+    // `nohup ... & disown` changes neither the process group nor the
+    // session, so the kill reaches it; `setsid` starts a new session, so it
+    // is out of reach (and killed here by the test itself).
+    struct KillOnDrop(String);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", self.0.trim()])
+                .status();
+        }
+    }
+    let dir = TempDir::new();
+    // The setsid'd shell writes its pid once it has its own session; the
+    // command waits for that, so the kill at its end finds it gone already.
+    let command = "nohup sleep 300 >/dev/null 2>&1 & disown; echo $! > nohup.pid; \
+                   setsid sh -c 'echo $$ > setsid.tmp; mv setsid.tmp setsid.pid; exec sleep 301' \
+                   >/dev/null 2>&1 & \
+                   while [ ! -e setsid.pid ]; do sleep 0.01; done";
+    let out = call(&bash(&dir, &[]), json!({"command": command})).unwrap();
+    assert_eq!(out["details"]["exit_code"], 0);
+    let escaped = KillOnDrop(std::fs::read_to_string(dir.0.join("setsid.pid")).unwrap());
+    let nohup = std::fs::read_to_string(dir.0.join("nohup.pid")).unwrap();
+    assert!(
+        dies(nohup.trim()),
+        "nohup'd process {nohup} outlived the command"
+    );
+    assert!(
+        alive(escaped.0.trim()),
+        "setsid's process {} was killed: update the README",
+        escaped.0
+    );
+}
+
+#[test]
 fn stopping_the_chat_kills_a_running_command() {
     use zoo_core::{Agent, ChatOptions, Config, MockBackend, MockReply};
     let dir = TempDir::new();

@@ -197,3 +197,114 @@ fn config_builtin_tools_registers_them_on_the_workspace() {
         "{err}"
     );
 }
+
+/// A tree of `folders` folders of `files` small files each, every file
+/// holding a match for `needle`.
+fn big_tree(folders: usize, files: usize) -> TempDir {
+    let dir = TempDir::new();
+    for d in 0..folders {
+        let folder = dir.0.join(format!("d{d:03}"));
+        std::fs::create_dir(&folder).unwrap();
+        for f in 0..files {
+            std::fs::write(folder.join(format!("f{f:03}.txt")), "needle\n").unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn a_walk_ends_at_the_entry_after_its_call_is_cancelled() {
+    use zoo_core::tools::builtin::walk::{walk, Cut};
+    use zoo_core::CancelToken;
+    let dir = big_tree(40, 50);
+    let token = CancelToken::new();
+    let mut seen = 0usize;
+    // The stop comes from inside the walk (as the chat's stop would, from
+    // another thread, between two entries): the next entry ends it.
+    let cut = walk(&dir.0, &dir.0, None, &token, |_, _| {
+        seen += 1;
+        if seen == 100 {
+            token.cancel();
+        }
+        true
+    });
+    assert_eq!(cut, Some(Cut::Stopped));
+    assert_eq!(seen, 100, "the walk went on after the stop");
+    // Uncancelled, the same walk sees all 40 folders and 2000 files.
+    let mut all = 0usize;
+    let cut = walk(&dir.0, &dir.0, None, &CancelToken::new(), |_, _| {
+        all += 1;
+        true
+    });
+    assert_eq!((cut, all), (None, 2040));
+}
+
+#[test]
+fn a_walk_ends_once_its_time_bound_has_passed() {
+    use std::time::{Duration, Instant};
+    use zoo_core::tools::builtin::walk::{walk_within, Cut};
+    use zoo_core::CancelToken;
+    let dir = big_tree(40, 50);
+    let limit = Duration::from_millis(200);
+    let mut seen = 0usize;
+    let cut = walk_within(&dir.0, &dir.0, None, &CancelToken::new(), limit, |_, _| {
+        seen += 1;
+        if seen == 100 {
+            // The walk started before this entry, so once `limit` has
+            // passed from here it has passed for the walk too.
+            let now = Instant::now();
+            while now.elapsed() <= limit {
+                std::thread::sleep(limit);
+            }
+        }
+        true
+    });
+    assert_eq!(cut, Some(Cut::Time));
+    // A busy machine may reach the bound earlier, never later.
+    assert!(seen <= 100, "the walk went on past its time bound: {seen}");
+}
+
+#[test]
+fn list_files_and_search_stop_with_their_calls_cancel_token() {
+    use zoo_core::{CancelToken, ToolContext};
+    let dir = big_tree(40, 50);
+    let options = BuiltinOptions {
+        workspace: dir.0.clone(),
+        confirm: None,
+        bash_deny: Vec::new(),
+    };
+    let tools = builtin_tools(&["list_files", "search"], &options).unwrap();
+    let cases = [
+        (&tools[0], json!({"depth": 5})),
+        (&tools[1], json!({"pattern": "needle"})),
+    ];
+    for (tool, args) in cases {
+        // Not stopped: everything is found (the caps say how much more).
+        let live = ToolContext::detached("call_1", tool.name(), CancelToken::new());
+        let full = tool.call_with(args.clone(), &live).unwrap();
+        let text = full["text"].as_str().unwrap();
+        assert!(!text.contains("[stopped"), "{text}");
+        // The chat was stopped: the walk ends at once, says so, and what
+        // it found is counted as nothing.
+        let token = CancelToken::new();
+        token.cancel();
+        let stopped = ToolContext::detached("call_2", tool.name(), token);
+        let out = tool.call_with(args, &stopped).unwrap();
+        let text = out["text"].as_str().unwrap();
+        assert!(
+            text.ends_with("[stopped: the call was cancelled]"),
+            "{}: {text}",
+            tool.name()
+        );
+        assert!(!text.contains("d000/f000.txt"), "{text}");
+    }
+    assert_eq!(
+        tools[1]
+            .call_with(
+                json!({"pattern": "needle"}),
+                &ToolContext::detached("call_3", "search", CancelToken::new())
+            )
+            .unwrap()["details"]["matches"],
+        2000
+    );
+}

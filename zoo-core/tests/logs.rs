@@ -291,12 +291,20 @@ fn a_slow_handler_costs_dropped_records_not_memory() {
         ours.len()
     );
     assert_eq!(ours.len() as u64 + dropped, sent as u64);
-    let warning = seen
+    // One warning per batch that follows drops: two when the logging thread
+    // took its first batch only after the queue had filled once (a busy
+    // machine). Together they count every record dropped.
+    let warnings: Vec<&LogRecord> = seen.iter().filter(|r| r.target == targets::LOGS).collect();
+    assert!(
+        !warnings.is_empty(),
+        "the handler is told records were dropped"
+    );
+    assert!(warnings.iter().all(|w| w.level == LogLevel::Warn));
+    let told: u64 = warnings
         .iter()
-        .find(|r| r.target == targets::LOGS)
-        .expect("the handler is told records were dropped");
-    assert_eq!(warning.level, LogLevel::Warn);
-    assert_eq!(warning.fields["dropped"], json!(dropped));
+        .map(|w| w.fields["dropped"].as_u64().unwrap())
+        .sum();
+    assert_eq!(told, dropped);
 }
 
 /// Counts its own drops.

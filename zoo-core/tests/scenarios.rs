@@ -1,10 +1,11 @@
 //! The Rust runner of the shared scenario suite: every JSON file in
 //! `tests/scenarios/` (format in `tests/scenarios/README.md`) runs here
 //! against `zoo_core::Agent` on the mock provider, as it runs in the C,
-//! Python and Node runners. Each failure names its scenario and step and
-//! shows what was expected beside what came back.
+//! Python and Node runners, and again on a host backend that replays the
+//! mock's script (`Replay`, README: On a host backend). Each failure names
+//! its scenario and step and shows what was expected beside what came back.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -12,8 +13,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use zoo_core::tools::builtin::{BuiltinOptions, ConfirmFn};
 use zoo_core::{
-    Agent, CancelToken, ChatOptions, Config, Error, Hooks, InputDecision, Message, SubAgent, Tool,
-    ToolCall, ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
+    Agent, CancelToken, ChatOptions, Config, Error, Hooks, HostModel, HostOutput, HostRequest,
+    HostSink, HostUsage, InputDecision, Message, MockBackend, Role, SubAgent, Tool, ToolCall,
+    ToolCallDecision, ToolChoice, ToolContext, ToolOptions, TurnDecision,
 };
 
 /// How long `wait_cancelled` and `cancel_seen` wait at most: only a broken
@@ -197,6 +199,14 @@ impl Hooks for ScriptedHooks {
             None => Ok(TurnDecision::Continue),
             Some(rule) => Self::thrown(rule).map(|()| TurnDecision::End),
         }
+    }
+
+    fn after_turn(&self, turn: u32, _text: &str) -> Result<(), String> {
+        let rule = self.rule("after_turn", |r| {
+            r.get("turn")
+                .is_none_or(|t| t.as_u64() == Some(turn.into()))
+        });
+        rule.map_or(Ok(()), Self::thrown)
     }
 
     fn before_tool_call(&self, call: &ToolCall) -> Result<ToolCallDecision, String> {
@@ -571,9 +581,10 @@ fn check_format(scenario: &Value) -> Result<(), String> {
 
 /// The shape of scripted hooks: each point's rules, a matcher and one action.
 fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
-    const POINTS: [(&str, &[&str]); 5] = [
+    const POINTS: [(&str, &[&str]); 6] = [
         ("input_filter", &["contains", "warn", "reject", "throw"]),
         ("before_turn", &["turn", "end", "throw"]),
+        ("after_turn", &["turn", "throw"]),
         ("before_tool_call", &["tool", "deny", "rewrite", "throw"]),
         ("after_tool_call", &["tool", "replace", "throw"]),
         ("transform_context", &["drop_containing", "throw"]),
@@ -597,11 +608,12 @@ fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
 
 /// The scenario's config as `Config::from_json` takes it: unless it names
 /// a provider, the scenario's mock is added to it as
-/// `"provider": {"type": "mock", "replies": [...], "piece_delay_ms": N}`.
-fn scenario_config(scenario: &Value) -> Value {
+/// `"provider": {"type": "mock", "replies": [...], "piece_delay_ms": N}`
+/// (on a host backend, the config is the scenario's own).
+fn scenario_config(scenario: &Value, on: On) -> Value {
     let mut config = scenario.get("config").cloned().unwrap_or(json!({}));
     if let Some(object) = config.as_object_mut() {
-        if !object.contains_key("provider") {
+        if on == On::Mock && !object.contains_key("provider") {
             let mock = scenario.get("mock");
             let field = |key: &str, default: Value| {
                 mock.and_then(|m| m.get(key)).cloned().unwrap_or(default)
@@ -704,11 +716,14 @@ fn expect_files(want: &Value, workspace: Option<&Path>, at: &str) -> Result<(), 
     Ok(())
 }
 
-fn run_scenario(scenario: &Value, workspace: Option<&Path>) -> Result<(), String> {
+fn run_scenario(scenario: &Value, workspace: Option<&Path>, on: On) -> Result<(), String> {
     check_format(scenario)?;
     let current = Current::default();
-    let config = Config::from_json(&scenario_config(scenario).to_string());
-    let created = config.and_then(Agent::create);
+    let config = Config::from_json(&scenario_config(scenario, on).to_string());
+    let created = match on {
+        On::Mock => config.and_then(Agent::create),
+        On::Host => config.and_then(|c| Agent::with_host_backend(Replay::of(scenario), c)),
+    };
     let agent = match (created, scenario.get("create_error")) {
         (Ok(_), Some(want)) => return Err(format!("create: want the error {want}, got an agent")),
         (Err(error), want) => return check_error(want, &error, "create"),
@@ -840,8 +855,120 @@ fn run_scenario(scenario: &Value, workspace: Option<&Path>) -> Result<(), String
     Ok(())
 }
 
-#[test]
-fn every_scenario_passes() {
+/// What the scenarios run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    /// The mock provider, by config.
+    Mock,
+    /// A host backend replaying the mock's script.
+    Host,
+}
+
+/// Why a scenario cannot run on a host backend (README: On a host
+/// backend), or `None` when it can.
+fn host_blocker(scenario: &Value) -> Option<&'static str> {
+    if scenario["config"].get("provider").is_some() {
+        return Some("it checks the provider config itself");
+    }
+    let replies = scenario["mock"]["replies"].as_array();
+    if replies.into_iter().flatten().any(Value::is_object) {
+        return Some("a scripted failure is inference_failed; a host's is provider_failed");
+    }
+    None
+}
+
+/// The mock's script replayed by a host backend, as a user's test double
+/// would: each reply streamed word by word (after `piece_delay_ms`), cut
+/// at `max_tokens`, then `echo: <message>`; usage and token counts by the
+/// mock's rule, so that the scenarios' figures hold.
+struct Replay {
+    replies: VecDeque<String>,
+    delay: Duration,
+}
+
+impl Replay {
+    fn of(scenario: &Value) -> Self {
+        let mock = &scenario["mock"];
+        Replay {
+            replies: mock["replies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str().map(str::to_owned))
+                .collect(),
+            delay: Duration::from_millis(mock["piece_delay_ms"].as_u64().unwrap_or(0)),
+        }
+    }
+}
+
+/// Words with the whitespace before each, as the mock streams them.
+fn words(text: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut in_word = false;
+    for (i, ch) in text.char_indices() {
+        if ch.is_whitespace() && in_word {
+            pieces.push(&text[start..i]);
+            (start, in_word) = (i, false);
+        } else if !ch.is_whitespace() {
+            in_word = true;
+        }
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
+impl HostModel for Replay {
+    fn generate(&mut self, request: &HostRequest, sink: &HostSink) -> Result<(), String> {
+        let text = self.replies.pop_front().unwrap_or_else(|| {
+            let last_user = request.messages.iter().rev().find(|m| m.role == Role::User);
+            format!("echo: {}", last_user.map_or("", |m| m.content.as_str()))
+        });
+        let pieces = words(&text);
+        let max = request.max_tokens.map_or(usize::MAX, |m| m as usize);
+        let sent: String = pieces.iter().take(max).copied().collect();
+        let kept = match request
+            .stop
+            .iter()
+            .filter_map(|s| sent.find(s.as_str()))
+            .min()
+        {
+            Some(at) => &sent[..at],
+            None => &sent,
+        };
+        let count = |messages: &[Message]| messages.iter().map(MockBackend::tokens_of).sum();
+        let stable = request.stable_prefix.min(request.messages.len());
+        // Before the text: a stop string ends the reply where it is seen.
+        sink.emit(HostOutput::Usage(HostUsage {
+            prompt_tokens: count(&request.messages),
+            cached_tokens: count(&request.messages[..stable]),
+            completion_tokens: words(kept).len() as u32,
+        }));
+        for piece in pieces.iter().take(max) {
+            if sink.wait_cancelled(Some(self.delay)) || !sink.text(*piece) {
+                return Ok(());
+            }
+        }
+        if pieces.len() > max {
+            sink.emit(HostOutput::from_json(r#"{"type": "finish", "reason": "length"}"#).unwrap());
+        }
+        Ok(())
+    }
+
+    fn counts_tokens(&self) -> bool {
+        true
+    }
+
+    fn count_tokens(&mut self, message: &Message) -> Result<u32, String> {
+        Ok(MockBackend::tokens_of(message))
+    }
+}
+
+/// Runs every scenario file on `on`, skipping on a host backend those
+/// that cannot run there; fails with every scenario that failed.
+fn run_every_scenario(on: On) {
     let files = scenario_files();
     assert!(files.len() >= 25, "only {} scenarios", files.len());
     let mut failures = Vec::new();
@@ -860,31 +987,45 @@ fn every_scenario_passes() {
             "{}: the name is the file's name",
             file.display()
         );
+        if let Some(reason) = host_blocker(&scenario).filter(|_| on == On::Host) {
+            println!("scenario {name}: not on a host backend: {reason}");
+            continue;
+        }
         // A scenario with a workspace reads with `$WORKSPACE` as its path.
         let workspace = scenario
             .get("workspace")
-            .map(|spec| Workspace::create(&name, spec));
+            .map(|spec| Workspace::create(&format!("{name}-{on:?}"), spec));
         let outcome = match &workspace {
-            None => run_scenario(&scenario, None),
+            None => run_scenario(&scenario, None, on),
             Some(Err(e)) => Err(e.clone()),
             Some(Ok(ws)) => {
                 let text = text.replace("$WORKSPACE", ws.0.to_str().unwrap());
-                run_scenario(&parse(&text), Some(&ws.0))
+                run_scenario(&parse(&text), Some(&ws.0), on)
             }
         };
         match outcome {
-            Ok(()) => println!("scenario {name}: ok"),
+            Ok(()) => println!("scenario {name} on {on:?}: ok"),
             Err(diff) => {
-                println!("scenario {name}: FAILED: {diff}");
+                println!("scenario {name} on {on:?}: FAILED: {diff}");
                 failures.push(format!("{name}: {diff}"));
             }
         }
     }
     assert!(
         failures.is_empty(),
-        "{} of {} scenarios failed:\n{}",
+        "{} of {} scenarios failed on {on:?}:\n{}",
         failures.len(),
         files.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn every_scenario_passes() {
+    run_every_scenario(On::Mock);
+}
+
+#[test]
+fn every_scenario_passes_on_a_host_backend() {
+    run_every_scenario(On::Host);
 }

@@ -259,3 +259,79 @@ fn the_childs_steps_are_updates_of_the_parents_call_and_its_usage_joins_the_pare
         other => panic!("{other:?}"),
     }
 }
+
+/// The parent delegates once, then answers with what it read.
+fn parent_that_delegates() -> Agent {
+    Agent::with_backend(
+        MockBackend::with_script([delegate("look it up"), MockReply::text("I see.")]),
+        Config::default(),
+    )
+    .unwrap()
+}
+
+/// The tool message the parent's model read.
+fn what_the_parent_read(parent: &Agent) -> String {
+    let history = parent.history();
+    let message = history.iter().find(|m| m.role == Role::Tool).unwrap();
+    message.content.clone()
+}
+
+#[test]
+fn a_child_whose_backend_fails_is_a_tool_error_the_parent_reads() {
+    let parent = parent_that_delegates();
+    let replies = vec![MockReply::Fail(zoo_core::Error::InferenceFailed(
+        "the server is down".into(),
+    ))];
+    parent
+        .add_subagent(spec(child(replies, 0), Vec::new()))
+        .unwrap();
+    let response = parent.chat("go", ChatOptions::new()).wait().unwrap();
+    // The parent goes on: its model read the error and answered.
+    assert_eq!(response.text, "I see.");
+    let call = &response.tool_calls[0];
+    assert!(call.result.is_none(), "{call:?}");
+    let error = call.error.clone().unwrap();
+    assert_eq!(
+        error,
+        "tool `researcher` failed: the sub-agent `researcher` did not answer: \
+         inference failed: the server is down"
+    );
+    assert_eq!(
+        what_the_parent_read(&parent),
+        "Error: `researcher` failed: the sub-agent `researcher` did not answer: \
+         inference failed: the server is down"
+    );
+}
+
+#[test]
+fn a_child_that_reaches_a_limit_is_a_tool_error_with_what_it_wrote() {
+    let parent = parent_that_delegates();
+    parent.register_tool(
+        Tool::new("weather", "Weather", json!({"type": "object"}), |_| {
+            Ok(json!("cold"))
+        })
+        .unwrap(),
+    );
+    // One reply allowed; the child's first reply calls a tool, so its task
+    // is cut before it answers.
+    let replies = vec![
+        MockReply::text(
+            "Let me check.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {}}\n</tool_call>",
+        ),
+        MockReply::text("It is cold."),
+    ];
+    parent
+        .add_subagent(spec(child(replies, 0).max_turns(1), vec!["weather".into()]))
+        .unwrap();
+    let response = parent.chat("go", ChatOptions::new()).wait().unwrap();
+    assert_eq!(response.text, "I see.");
+    let error = response.tool_calls[0].error.clone().unwrap();
+    assert!(
+        error.starts_with(
+            "tool `researcher` failed: the sub-agent `researcher` did not answer: \
+             it reached its max_turns limit (1) before it finished; its last text: Let me check."
+        ),
+        "{error}"
+    );
+    assert!(what_the_parent_read(&parent).contains("max_turns limit (1)"));
+}

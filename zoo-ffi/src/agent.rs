@@ -17,14 +17,14 @@ pub struct zoo_agent {
     pub(crate) agent: Agent,
 }
 
-fn config_arg(config_json: *const c_char) -> Result<Config, Error> {
+pub(crate) fn config_arg(config_json: *const c_char) -> Result<Config, Error> {
     match opt_str_arg(config_json, "config_json")? {
         None => Ok(Config::default()),
         Some(json) => Config::from_json(json),
     }
 }
 
-fn boxed(agent: Agent) -> *mut zoo_agent {
+pub(crate) fn boxed(agent: Agent) -> *mut zoo_agent {
     Box::into_raw(Box::new(zoo_agent { agent }))
 }
 
@@ -35,10 +35,16 @@ fn boxed(agent: Agent) -> *mut zoo_agent {
 /// is a scripted model for testing code that uses libzoo without a model
 /// file (see `zoo_agent_create_mock` for what the replies may be).
 ///
-/// Returns `ZOO_INVALID_JSON`, `ZOO_INVALID_CONFIG` (the message names the
-/// key, e.g. `provider.piece_delay_ms`; a `model_path` and a `provider`
-/// together are refused), `ZOO_MODEL_LOAD_FAILED` or `ZOO_INVALID_ARGUMENT`.
-/// Blocks while the model loads. Free the agent with `zoo_agent_free`.
+/// Blocks while the model loads.
+///
+/// @param config_json The config, a JSON object.
+/// @param out_agent On success, the new agent; free it with `zoo_agent_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON`, `ZOO_INVALID_CONFIG` (the message names the key, e.g.
+/// `provider.piece_delay_ms`; a `model_path` and a `provider` together are refused),
+/// `ZOO_MODEL_LOAD_FAILED`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
+/// UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create(
     config_json: *const c_char,
@@ -57,6 +63,14 @@ pub extern "C" fn zoo_agent_create(
 /// may be NULL for the defaults (its `model_path` is ignored; a `provider`
 /// is `ZOO_INVALID_CONFIG`). The agent shares the model's weights and has
 /// its own context.
+///
+/// @param model A model from `zoo_model_load`; the agent keeps its weights alive.
+/// @param config_json The config, a JSON object, or NULL for the defaults.
+/// @param out_agent On success, the new agent; free it with `zoo_agent_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON`, `ZOO_INVALID_CONFIG`, or `ZOO_INVALID_ARGUMENT` for a
+/// NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create_with_model(
     model: *const zoo_model,
@@ -85,9 +99,15 @@ pub extern "C" fn zoo_agent_create_with_model(
 /// After the script, the mock echoes `echo: <user message>`. Each streamed
 /// word waits `piece_delay_ms` (at most 60000) first.
 ///
-/// Returns `ZOO_INVALID_JSON` for a `replies_json` that is not such an array
-/// (the message names the item), `ZOO_INVALID_CONFIG` or
-/// `ZOO_INVALID_ARGUMENT` as `zoo_agent_create` does.
+/// @param config_json The config, a JSON object, or NULL for the defaults.
+/// @param replies_json The model's replies, a JSON array, or NULL for none.
+/// @param piece_delay_ms Milliseconds waited before each streamed word (0 to 60000).
+/// @param out_agent On success, the new agent; free it with `zoo_agent_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` for a `replies_json` that is not such an array (the
+/// message names the item), `ZOO_INVALID_CONFIG` or `ZOO_INVALID_ARGUMENT` as
+/// `zoo_agent_create` does.
 #[no_mangle]
 pub extern "C" fn zoo_agent_create_mock(
     config_json: *const c_char,
@@ -130,6 +150,8 @@ pub extern "C" fn zoo_agent_create_mock(
 /// their `free_user_data`). Safe while a chat runs, and from inside one of
 /// the agent's own callbacks (the thread then ends by itself right after).
 /// NULL is ignored.
+///
+/// @param agent The agent to free, or NULL.
 #[no_mangle]
 pub extern "C" fn zoo_agent_free(agent: *mut zoo_agent) {
     guard_void(|| {
@@ -142,6 +164,13 @@ pub extern "C" fn zoo_agent_free(agent: *mut zoo_agent) {
 
 /// Sets the system prompt; NULL removes it. Applies after the chats queued
 /// before it (waits for them, unless called from a callback).
+///
+/// @param agent The agent.
+/// @param prompt The new system prompt, or NULL to remove it.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_AGENT_NOT_RUNNING`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or
+/// text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_set_system_prompt(
     agent: *const zoo_agent,
@@ -159,8 +188,10 @@ pub extern "C" fn zoo_agent_set_system_prompt(
 /// `cancelled` within about 100 ms, also while a tool handler blocks (see
 /// `zoo_tool_fn`). A chat stopped before the model said anything leaves no
 /// trace in the history; after that, its partial reply is kept and every
-/// tool call it made is answered, so the next chat always works. Returns
-/// `ZOO_INVALID_ARGUMENT` for NULL.
+/// tool call it made is answered, so the next chat always works.
+///
+/// @param agent The agent.
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL agent.
 #[no_mangle]
 pub extern "C" fn zoo_agent_stop(agent: *const zoo_agent) -> zoo_status {
     guard(std::ptr::null_mut(), || {
@@ -172,6 +203,12 @@ pub extern "C" fn zoo_agent_stop(agent: *const zoo_agent) -> zoo_status {
 /// The conversation as a JSON array of messages (`role`, `content`, and
 /// `tool_calls`, `tool_call_id`, `name`, `is_error` where present), system
 /// prompt first. `*out_json` is freed with `zoo_string_free`.
+///
+/// @param agent The agent.
+/// @param out_json On success, the messages; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_agent_history_json(
     agent: *const zoo_agent,
@@ -190,6 +227,14 @@ pub extern "C" fn zoo_agent_history_json(
 /// Replaces the conversation with a JSON array of messages, as returned by
 /// `zoo_agent_history_json` (to restore a saved chat). Role order is
 /// checked (`ZOO_INVALID_MESSAGE_SEQUENCE`); on error nothing changes.
+///
+/// @param agent The agent.
+/// @param history_json The messages, a JSON array.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON`, `ZOO_INVALID_MESSAGE_SEQUENCE`,
+/// `ZOO_AGENT_NOT_RUNNING`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
+/// UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_set_history_json(
     agent: *const zoo_agent,
@@ -206,6 +251,11 @@ pub extern "C" fn zoo_agent_set_history_json(
 }
 
 /// Forgets the conversation, keeping the system prompt.
+///
+/// @param agent The agent.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_AGENT_NOT_RUNNING`, or `ZOO_INVALID_ARGUMENT` for a NULL agent.
 #[no_mangle]
 pub extern "C" fn zoo_agent_clear_history(
     agent: *const zoo_agent,
@@ -219,8 +269,15 @@ pub extern "C" fn zoo_agent_clear_history(
 /// Activates a skill of the config's `skills`, as the model's `load_skill`
 /// does: `*out_body` receives its instructions (free with `zoo_string_free`)
 /// and, when it names `allowed-tools`, only those (and `load_skill`) are
-/// shown until `zoo_agent_deactivate_skill`. `ZOO_INVALID_ARGUMENT` for an
-/// unknown name.
+/// shown until `zoo_agent_deactivate_skill`.
+///
+/// @param agent The agent.
+/// @param name The skill's name.
+/// @param out_body On success, the skill's instructions; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for an unknown name, a NULL argument or text
+/// that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_activate_skill(
     agent: *const zoo_agent,
@@ -238,6 +295,11 @@ pub extern "C" fn zoo_agent_activate_skill(
 }
 
 /// Shows every tool again after a skill restricted them.
+///
+/// @param agent The agent.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL agent.
 #[no_mangle]
 pub extern "C" fn zoo_agent_deactivate_skill(
     agent: *const zoo_agent,
@@ -251,6 +313,12 @@ pub extern "C" fn zoo_agent_deactivate_skill(
 
 /// The config's skills as a JSON array of `name`, `description`,
 /// `allowed_tools` (null or an array) and `path`.
+///
+/// @param agent The agent.
+/// @param out_json On success, the skills; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_agent_skills_json(
     agent: *const zoo_agent,
@@ -268,6 +336,12 @@ pub extern "C" fn zoo_agent_skills_json(
 /// The tools the model is shown, as a JSON array of `name`, `description`
 /// and `parameters`, in registration order (a skill's `allowed-tools`
 /// narrow it while the skill is active).
+///
+/// @param agent The agent.
+/// @param out_json On success, the tools; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_agent_tools_json(
     agent: *const zoo_agent,
@@ -286,8 +360,14 @@ pub extern "C" fn zoo_agent_tools_json(
 /// sub-agents): `spec_json` is `{"name", "description", "tools": [names of
 /// this agent's tools the child may call], "config": {the child's config}}`.
 /// Without a `provider` in its config the child shares this agent's loaded
-/// model. `ZOO_TOOL_NOT_FOUND` for an unknown tool, `ZOO_INVALID_ARGUMENT`
-/// for a bad spec, the config's own errors for `config`.
+/// model.
+///
+/// @param agent The agent.
+/// @param spec_json The child agent's spec, a JSON object.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_TOOL_NOT_FOUND` for an unknown tool, `ZOO_INVALID_ARGUMENT` for a bad
+/// spec, or the config's own errors for `config`.
 #[no_mangle]
 pub extern "C" fn zoo_agent_add_subagent(
     agent: *const zoo_agent,

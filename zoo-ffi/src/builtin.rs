@@ -50,9 +50,16 @@ pub struct zoo_confirmation {
 /// the agent is freed, or right away if this fails or `confirm` is NULL.
 /// Nothing is added on failure.
 ///
-/// Returns `ZOO_INVALID_JSON` (`options_json` is not JSON) or
-/// `ZOO_INVALID_ARGUMENT` (NULL agent or options, a missing, mistyped or
-/// unknown key, an unknown tool name, a workspace that is not a folder).
+/// @param agent The agent.
+/// @param options_json Which tools, the workspace and `bash_deny`, a JSON object.
+/// @param confirm Asked before `write_file`, `edit_file` and `bash` run, or NULL.
+/// @param user_data Passed to `confirm`.
+/// @param free_user_data Frees `user_data`, or NULL.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` (`options_json` is not JSON) or `ZOO_INVALID_ARGUMENT`
+/// (NULL agent or options, a missing, mistyped or unknown key, an unknown tool name, a
+/// workspace that is not a folder).
 #[no_mangle]
 pub extern "C" fn zoo_agent_add_builtin_tools(
     agent: *const zoo_agent,
@@ -114,7 +121,12 @@ fn confirm_fn(
 
 /// Reports that the confirmation callback failed with `message`: the call
 /// is refused and the model reads why. Call from inside the callback.
-/// `ZOO_INVALID_ARGUMENT` for a NULL `confirmation` or `message`.
+///
+/// @param confirmation The callback's `confirmation`.
+/// @param message Why the confirmation failed (UTF-8).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_confirmation_set_error(
     confirmation: *mut zoo_confirmation,

@@ -243,17 +243,23 @@ fn response_json(result: zoo_core::Result<Response>) -> FfiResult<*mut c_char> {
     result.map(|response| into_c_string(response.to_json()))
 }
 
-/// Sends `message` and blocks until the reply is complete. `options` and
-/// `callbacks` may be NULL. On `ZOO_OK`, `*out_response_json` receives the
-/// response (`text`, `thinking` when the model reasoned, `stop_reason`,
-/// `tool_calls`, `tool_errors`, `usage`, `metrics`), freed with
-/// `zoo_string_free`. A cancelled chat is `ZOO_OK`
-/// with `stop_reason` "cancelled". Errors: `ZOO_INVALID_ARGUMENT` (NULLs,
-/// bad UTF-8, a bad tool choice, or a call from inside this agent's own
-/// callbacks, which would wait for itself), `ZOO_TOOL_NOT_FOUND` (a named
-/// tool that is not registered), `ZOO_INVALID_MESSAGE_SEQUENCE`,
-/// `ZOO_CONTEXT_OVERFLOW`, `ZOO_INFERENCE_FAILED`, `ZOO_AGENT_NOT_RUNNING`.
-/// Tool errors are not chat errors: they are in the response's `tool_errors`.
+/// Sends `message` and blocks until the reply is complete. A cancelled
+/// chat is `ZOO_OK` with `stop_reason` "cancelled". Tool errors are not
+/// chat errors: they are in the response's `tool_errors`.
+///
+/// @param agent The agent.
+/// @param message The user's message (UTF-8).
+/// @param options The chat's options, or NULL for the agent's defaults.
+/// @param callbacks The chat's callbacks, or NULL for none.
+/// @param out_response_json On success, the response (`text`, `thinking` when the model
+/// reasoned, `stop_reason`, `tool_calls`, `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_ARGUMENT` (NULLs, bad UTF-8, a bad tool choice, or a call
+/// from inside this agent's own callbacks, which would wait for itself), `ZOO_TOOL_NOT_FOUND`
+/// (a named tool that is not registered), `ZOO_INVALID_MESSAGE_SEQUENCE`,
+/// `ZOO_CONTEXT_OVERFLOW`, `ZOO_INFERENCE_FAILED`, `ZOO_AGENT_NOT_RUNNING`, and for remote
+/// providers `ZOO_PROVIDER_FAILED` or `ZOO_AUTHENTICATION_FAILED`.
 #[no_mangle]
 pub extern "C" fn zoo_agent_chat(
     agent: *const zoo_agent,
@@ -280,8 +286,16 @@ pub extern "C" fn zoo_agent_chat(
 /// `zoo_agent_set_history_json` restored a conversation that ends with tool
 /// results, or after a stop cut a reply short), and blocks like
 /// `zoo_agent_chat`, with the same options, callbacks, outputs and errors.
-/// `ZOO_INVALID_MESSAGE_SEQUENCE` when there is nothing to answer (an
-/// empty history, a call without its result).
+///
+/// @param agent The agent.
+/// @param options The chat's options, or NULL for the agent's defaults.
+/// @param callbacks The chat's callbacks, or NULL for none.
+/// @param out_response_json On success, the response (`text`, `stop_reason`, `tool_calls`,
+/// `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return As `zoo_agent_chat`; `ZOO_INVALID_MESSAGE_SEQUENCE` when there is nothing to answer
+/// (an empty history, a call without its result).
 #[no_mangle]
 pub extern "C" fn zoo_agent_continue(
     agent: *const zoo_agent,
@@ -304,7 +318,16 @@ pub extern "C" fn zoo_agent_continue(
 /// Drops the last assistant turn (its replies, tool calls and results) and
 /// answers the last user message again, blocking like `zoo_agent_chat`. If
 /// the new answer fails, or is stopped before the model says anything, the
-/// old turn stays. `ZOO_INVALID_MESSAGE_SEQUENCE` without a user message.
+/// old turn stays.
+///
+/// @param agent The agent.
+/// @param options The chat's options, or NULL for the agent's defaults.
+/// @param callbacks The chat's callbacks, or NULL for none.
+/// @param out_response_json On success, the response (`text`, `stop_reason`, `tool_calls`,
+/// `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return As `zoo_agent_chat`; `ZOO_INVALID_MESSAGE_SEQUENCE` without a user message.
 #[no_mangle]
 pub extern "C" fn zoo_agent_regenerate(
     agent: *const zoo_agent,
@@ -372,6 +395,17 @@ pub struct zoo_chat {
 /// Sends `message` and returns at once with `*out_chat`. Chats run one at a
 /// time in the order sent. `callbacks.on_complete` (if set) runs when it
 /// ends; wait, poll or cancel through the handle.
+///
+/// @param agent The agent.
+/// @param message The user's message (UTF-8).
+/// @param options The chat's options, or NULL for the agent's defaults.
+/// @param callbacks The chat's callbacks, or NULL for none.
+/// @param out_chat On success, the chat's handle; free it with `zoo_chat_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8
+/// (or a bad tool choice); the chat's own errors come through `zoo_chat_wait` and
+/// `on_complete`.
 #[no_mangle]
 pub extern "C" fn zoo_agent_chat_async(
     agent: *const zoo_agent,
@@ -393,12 +427,19 @@ pub extern "C" fn zoo_agent_chat_async(
     })
 }
 
-/// Waits up to `timeout_ms` (negative: forever) for the chat to end.
-/// Returns `ZOO_OK` with `*out_done` false if it is still running; `ZOO_OK`
-/// with `*out_done` true and the response JSON in `*out_response_json` (if
-/// not NULL; free it with `zoo_string_free`) when it ended well; or the
-/// chat's error status and message. Do not call it from the agent's own
-/// callbacks with a negative timeout.
+/// Waits up to `timeout_ms` (negative: forever) for the chat to end. Do
+/// not call it from the agent's own callbacks with a negative timeout.
+///
+/// @param chat The chat.
+/// @param timeout_ms Milliseconds to wait; negative waits until the chat ends.
+/// @param out_done Whether the chat has ended.
+/// @param out_response_json When the chat ended well, its response (may be NULL; free it with
+/// `zoo_string_free`).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK` with `*out_done` false if it is still running; `ZOO_OK` with `*out_done`
+/// true when it ended well; or the chat's error status (as `zoo_agent_chat` lists) and message.
+/// `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_chat_wait(
     chat: *const zoo_chat,
@@ -432,6 +473,10 @@ pub extern "C" fn zoo_chat_wait(
 }
 
 /// Whether the chat has ended (`*out_done`), without blocking.
+///
+/// @param chat The chat.
+/// @param out_done Whether the chat has ended.
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_chat_poll(chat: *const zoo_chat, out_done: *mut bool) -> zoo_status {
     guard(std::ptr::null_mut(), || {
@@ -444,6 +489,9 @@ pub extern "C" fn zoo_chat_poll(chat: *const zoo_chat, out_done: *mut bool) -> z
 /// Cancels the chat: a queued chat ends without running, a running one
 /// within about 100 ms; either way it ends `ZOO_OK` with stop reason
 /// "cancelled" and the partial text.
+///
+/// @param chat The chat.
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL chat.
 #[no_mangle]
 pub extern "C" fn zoo_chat_cancel(chat: *const zoo_chat) -> zoo_status {
     guard(std::ptr::null_mut(), || {
@@ -454,6 +502,8 @@ pub extern "C" fn zoo_chat_cancel(chat: *const zoo_chat) -> zoo_status {
 
 /// Frees the handle. The chat itself goes on (cancel it first if it should
 /// not); its callbacks still run. NULL is ignored.
+///
+/// @param chat The handle to free, or NULL.
 #[no_mangle]
 pub extern "C" fn zoo_chat_free(chat: *mut zoo_chat) {
     guard_void(|| {

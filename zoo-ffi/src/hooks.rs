@@ -203,7 +203,11 @@ impl Hooks for CHooks {
 /// outlive it; its `user_data` is kept until `free_user_data` runs (see
 /// `zoo_hooks`).
 ///
-/// Returns `ZOO_INVALID_ARGUMENT` for a NULL agent.
+/// @param agent The agent.
+/// @param hooks The hooks, or NULL to remove them.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL agent.
 #[no_mangle]
 pub extern "C" fn zoo_agent_set_hooks(
     agent: *const zoo_agent,
@@ -250,8 +254,14 @@ fn set_outcome(
 
 /// Sets a hook's decision to a JSON value (its shape per hook is given in
 /// `zoo_hooks`). Call from inside the hook; a later call replaces an
-/// earlier one. Returns `ZOO_INVALID_JSON` if `json` does not parse; the
-/// decision is then left as it was.
+/// earlier one.
+///
+/// @param result The hook's `result`.
+/// @param json The decision, JSON text.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`; `ZOO_INVALID_JSON` if `json` does not parse (the decision is then left as
+/// it was); `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_hook_result_set_json(
     result: *mut zoo_hook_result,
@@ -269,6 +279,12 @@ pub extern "C" fn zoo_hook_result_set_json(
 
 /// Reports that the hook failed with `message`: it fails safe, as
 /// `zoo_hook_fn` says, and the failure reaches `on_error`.
+///
+/// @param result The hook's `result`.
+/// @param message Why the hook failed (UTF-8).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_hook_result_set_error(
     result: *mut zoo_hook_result,

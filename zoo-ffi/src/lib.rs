@@ -19,10 +19,12 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod agent;
+mod backend;
 mod boundary;
 mod builtin;
 mod chat;
 mod hooks;
+mod json;
 mod logs;
 mod mcp;
 mod model;
@@ -33,9 +35,11 @@ mod strings;
 mod tool;
 
 pub use agent::*;
+pub use backend::*;
 pub use builtin::*;
 pub use chat::*;
 pub use hooks::*;
+pub use json::*;
 pub use logs::*;
 pub use mcp::*;
 pub use model::*;

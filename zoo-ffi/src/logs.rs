@@ -119,8 +119,14 @@ impl LogHandler for CLogHandler {
 /// `zoo_log_dropped` counts them, and the next record the callback receives
 /// is a `zoo::logs` warning saying how many were lost.
 ///
-/// Errors: `ZOO_INVALID_ARGUMENT` for a level outside 0 to 5, or when the
-/// program has installed a Rust `tracing` subscriber of its own.
+/// @param level The lowest level sent, a `zoo_log_level` value.
+/// @param callback Receives the records, or NULL to turn logs off.
+/// @param user_data Passed to `callback`.
+/// @param free_user_data Frees `user_data`, or NULL.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a level outside 0 to 5, or when the program
+/// has installed a Rust `tracing` subscriber of its own.
 #[no_mangle]
 pub extern "C" fn zoo_log_set_callback(
     level: i32,
@@ -139,8 +145,12 @@ pub extern "C" fn zoo_log_set_callback(
 }
 
 /// Changes the level of the callback set with `zoo_log_set_callback`,
-/// keeping the callback (no effect without one). `ZOO_INVALID_ARGUMENT`
-/// for a level outside 0 to 5.
+/// keeping the callback (no effect without one).
+///
+/// @param level The lowest level sent, a `zoo_log_level` value.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a level outside 0 to 5.
 #[no_mangle]
 pub extern "C" fn zoo_log_set_level(level: i32, out_error: *mut *mut c_char) -> zoo_status {
     guard(out_error, || {
@@ -151,6 +161,8 @@ pub extern "C" fn zoo_log_set_level(level: i32, out_error: *mut *mut c_char) -> 
 
 /// Records dropped so far in this process because the callback could not
 /// keep up (see `zoo_log_set_callback`).
+///
+/// @return The number of records dropped since the process started.
 #[no_mangle]
 pub extern "C" fn zoo_log_dropped() -> u64 {
     let mut dropped = 0;
@@ -160,8 +172,11 @@ pub extern "C" fn zoo_log_dropped() -> u64 {
 
 /// Waits up to `timeout_ms` until every record emitted so far has been
 /// handed to the callback and the callback has returned (before exiting,
-/// or in a test). Returns whether it has; false at once when called from
-/// the callback itself.
+/// or in a test).
+///
+/// @param timeout_ms Milliseconds to wait at most.
+/// @return Whether every record was handed over in time; false at once when called from the
+/// callback itself.
 #[no_mangle]
 pub extern "C" fn zoo_log_flush(timeout_ms: u32) -> bool {
     let mut done = false;

@@ -22,6 +22,7 @@ use crate::status::zoo_status;
 /// "headers": {"X": "y"}, "timeout_ms": 60000}` (only `url` is required).
 /// `timeout_ms` bounds every request (default 60 s); `max_message_bytes`
 /// (either kind) bounds every message read from the server (default 16 MiB).
+/// `type` may be left out: `command` means stdio, `url` Streamable HTTP.
 ///
 /// On success, if `out_info_json` is not NULL, `*out_info_json` is a JSON
 /// object `{"name", "server_name", "server_version", "protocol_version",
@@ -36,10 +37,17 @@ use crate::status::zoo_status;
 /// a server that dies (exits, closes its stdin or stdout) has its tools
 /// withdrawn and is listed as `"dead"`.
 ///
-/// Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or transport, a bad or
-/// duplicate name), `ZOO_INVALID_JSON` (a malformed description; the message
-/// names the field) or `ZOO_MCP` (the server could not start or answer: the
-/// message names the command or URL and what the process wrote on stderr).
+/// @param agent The agent.
+/// @param name The server's name, the prefix of its tools' names.
+/// @param transport_json How to reach the server, a JSON object.
+/// @param out_info_json On success, the server's description (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_ARGUMENT` (NULL agent, name or transport, a bad or duplicate
+/// name, a description that cannot work: a missing, unknown or mistyped key, named with its
+/// rule, as in every front door), `ZOO_INVALID_JSON` (`transport_json` is not JSON) or
+/// `ZOO_MCP` (the server could not start or answer: the message names the command or URL and
+/// what the process wrote on stderr).
 #[no_mangle]
 pub extern "C" fn zoo_agent_add_mcp_server(
     agent: *const zoo_agent,
@@ -70,7 +78,12 @@ pub extern "C" fn zoo_agent_add_mcp_server(
 /// unregisters its tools. `*out_removed` (may be NULL) says whether such a
 /// server was added; removing an unknown name is not an error.
 ///
-/// Returns `ZOO_INVALID_ARGUMENT` for a NULL agent or name.
+/// @param agent The agent.
+/// @param name The name the server was added as.
+/// @param out_removed Whether such a server was added (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL agent or name.
 #[no_mangle]
 pub extern "C" fn zoo_agent_remove_mcp_server(
     agent: *const zoo_agent,
@@ -96,6 +109,12 @@ pub extern "C" fn zoo_agent_remove_mcp_server(
 /// The MCP servers added to the agent, as a JSON array of the objects
 /// `zoo_agent_add_mcp_server` describes. `*out_json` is freed with
 /// `zoo_string_free`.
+///
+/// @param agent The agent.
+/// @param out_json On success, the servers; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_agent_mcp_servers_json(
     agent: *const zoo_agent,

@@ -25,14 +25,18 @@ fn parse_params(json: Option<&str>) -> Result<ModelParams, Error> {
 /// Loads a GGUF model.
 ///
 /// `params_json` may be NULL or a JSON object with `gpu_layers` (default 0;
-/// -1 offloads all) and `use_mmap` (default true). On success `*out_model`
-/// receives a handle to free with `zoo_model_free`.
+/// -1 offloads all) and `use_mmap` (default true). Blocks while loading;
+/// call it from any thread.
 ///
-/// Returns `ZOO_MODEL_LOAD_FAILED` with a message naming the path and the
-/// reason (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON`
-/// for params that are not JSON, `ZOO_INVALID_CONFIG` for anything else
-/// wrong with them (the message names the key), `ZOO_INVALID_ARGUMENT` for
-/// NULL or non-UTF-8 arguments. Blocks while loading; call it from any thread.
+/// @param path The GGUF file.
+/// @param params_json The load parameters, a JSON object, or NULL for the defaults.
+/// @param out_model On success, the model; free it with `zoo_model_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_MODEL_LOAD_FAILED` with a message naming the path and the reason
+/// (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON` for params that are not JSON,
+/// `ZOO_INVALID_CONFIG` for anything else wrong with them (the message names the key), or
+/// `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_model_load(
     path: *const c_char,
@@ -52,6 +56,19 @@ pub extern "C" fn zoo_model_load(
 
 /// Like `zoo_model_load`, reporting progress to `progress` (may be NULL)
 /// with `user_data`, on the calling thread, before this function returns.
+///
+/// @param path The GGUF file.
+/// @param params_json The load parameters, a JSON object, or NULL for the defaults.
+/// @param progress Called with the progress from 0 to 1, or NULL.
+/// @param user_data Passed to `progress`.
+/// @param out_model On success, the model; free it with `zoo_model_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_MODEL_LOAD_FAILED` with a message naming the path and the reason
+/// (missing, unreadable, not GGUF, truncated), `ZOO_INVALID_JSON` for params that are not JSON,
+/// `ZOO_INVALID_CONFIG` for anything else wrong with them (the message names the key), or
+/// `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8; `ZOO_CANCELLED` when
+/// `progress` returned false.
 #[no_mangle]
 pub extern "C" fn zoo_model_load_with_progress(
     path: *const c_char,
@@ -78,6 +95,8 @@ pub extern "C" fn zoo_model_load_with_progress(
 }
 
 /// Frees a model handle. Agents created from it keep working. NULL is ignored.
+///
+/// @param model The model to free, or NULL.
 #[no_mangle]
 pub extern "C" fn zoo_model_free(model: *mut zoo_model) {
     guard_void(|| {
@@ -90,6 +109,12 @@ pub extern "C" fn zoo_model_free(model: *mut zoo_model) {
 
 /// The model's GGUF metadata as JSON (`chat_template`, `architecture`,
 /// `name`, `special`). `*out_json` is freed with `zoo_string_free`.
+///
+/// @param model The model.
+/// @param out_json On success, the metadata; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_model_metadata_json(
     model: *const zoo_model,
@@ -99,14 +124,8 @@ pub extern "C" fn zoo_model_metadata_json(
     guard(out_error, || {
         let out = out_arg(out_json, "out_json")?;
         let model = handle_arg(model, "model")?;
-        let meta = model.model.metadata();
-        let json = serde_json::json!({
-            "chat_template": meta.chat_template,
-            "architecture": meta.architecture,
-            "name": meta.name,
-            "special": {"bos": meta.special.bos, "eos": meta.special.eos},
-        });
-        out.write(crate::boundary::into_c_string(json.to_string()));
+        let json = model.model.metadata().to_json();
+        out.write(crate::boundary::into_c_string(json));
         Ok(())
     })
 }

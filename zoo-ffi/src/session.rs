@@ -19,9 +19,13 @@ pub struct zoo_session_store {
 /// Opens (or creates) the session store at `path`; `*out_store` receives
 /// a handle to free with `zoo_session_store_free`.
 ///
-/// Returns `ZOO_IO` with the path and the reason when the file cannot be
-/// opened or is not a session store, `ZOO_INVALID_ARGUMENT` for NULL or
-/// non-UTF-8 arguments.
+/// @param path The store's file (SQLite).
+/// @param out_store On success, the store; free it with `zoo_session_store_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` with the path and the reason when the file cannot be opened or is
+/// not a session store, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
+/// UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_open(
     path: *const c_char,
@@ -37,6 +41,8 @@ pub extern "C" fn zoo_session_store_open(
 }
 
 /// Closes a session store. NULL is ignored.
+///
+/// @param store The store to close, or NULL.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_free(store: *mut zoo_session_store) {
     guard_void(|| {
@@ -65,6 +71,13 @@ fn string_out(
 /// Every session as a JSON array, the most recently updated first: `id`,
 /// `title`, `created_at`, `updated_at` (RFC 3339), `model`, `metadata`,
 /// `message_count`. `*out_json` is freed with `zoo_string_free`.
+///
+/// @param store The session store.
+/// @param out_json On success, the sessions; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` when the store cannot be read, or `ZOO_INVALID_ARGUMENT` for a
+/// NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_list_json(
     store: *const zoo_session_store,
@@ -77,8 +90,15 @@ pub extern "C" fn zoo_session_store_list_json(
 }
 
 /// One session as JSON: the fields of the list plus `system_prompt` and
-/// `messages` (as `zoo_agent_history_json` writes them). `ZOO_INVALID_ARGUMENT`
-/// when there is no such session.
+/// `messages` (as `zoo_agent_history_json` writes them).
+///
+/// @param store The session store.
+/// @param id The session's id.
+/// @param out_json On success, the session; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` when the store cannot be read, or `ZOO_INVALID_ARGUMENT` when
+/// there is no such session, for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_load_json(
     store: *const zoo_session_store,
@@ -93,6 +113,14 @@ pub extern "C" fn zoo_session_store_load_json(
 
 /// One session as pretty JSON, for backups (what
 /// `zoo_session_store_import_json` reads).
+///
+/// @param store The session store.
+/// @param id The session's id.
+/// @param out_json On success, the export; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` when the store cannot be read, or `ZOO_INVALID_ARGUMENT` when
+/// there is no such session, for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_export_json(
     store: *const zoo_session_store,
@@ -106,6 +134,14 @@ pub extern "C" fn zoo_session_store_export_json(
 }
 
 /// One session as JSON Lines: a message per line, system prompt first.
+///
+/// @param store The session store.
+/// @param id The session's id.
+/// @param out_jsonl On success, the transcript; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` when the store cannot be read, or `ZOO_INVALID_ARGUMENT` when
+/// there is no such session, for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_transcript_jsonl(
     store: *const zoo_session_store,
@@ -118,9 +154,16 @@ pub extern "C" fn zoo_session_store_transcript_jsonl(
     })
 }
 
-/// Reads an exported session into the store; `*out_id` receives its id.
-/// `ZOO_INVALID_JSON` for text that is not a session export,
-/// `ZOO_INVALID_ARGUMENT` when the store already has that id.
+/// Reads an exported session into the store.
+///
+/// @param store The session store.
+/// @param json A session export (`zoo_session_store_export_json`).
+/// @param out_id On success, the session's id; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` for text that is not a session export,
+/// `ZOO_INVALID_ARGUMENT` when the store already has that id, for a NULL argument or text that
+/// is not UTF-8, or `ZOO_IO` when the store cannot be written.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_import_json(
     store: *const zoo_session_store,
@@ -135,6 +178,14 @@ pub extern "C" fn zoo_session_store_import_json(
 
 /// Deletes a session and its messages; `*out_deleted` is false when there
 /// was none.
+///
+/// @param store The session store.
+/// @param id The session's id.
+/// @param out_deleted Whether there was such a session.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` when the store cannot be written, or `ZOO_INVALID_ARGUMENT` for a
+/// NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_delete(
     store: *const zoo_session_store,
@@ -150,7 +201,15 @@ pub extern "C" fn zoo_session_store_delete(
     })
 }
 
-/// Sets a session's title. `ZOO_INVALID_ARGUMENT` when there is no such session.
+/// Sets a session's title.
+///
+/// @param store The session store.
+/// @param id The session's id.
+/// @param title The new title (UTF-8).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_IO` when the store cannot be read, or `ZOO_INVALID_ARGUMENT` when
+/// there is no such session, for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_rename(
     store: *const zoo_session_store,
@@ -165,6 +224,15 @@ pub extern "C" fn zoo_session_store_rename(
 }
 
 /// Sets a session's metadata to a JSON value of the caller's own.
+///
+/// @param store The session store.
+/// @param id The session's id.
+/// @param metadata_json The metadata, any JSON value.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` for text that is not JSON, `ZOO_IO`, or
+/// `ZOO_INVALID_ARGUMENT` when there is no such session, for a NULL argument or text that is
+/// not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_session_store_set_metadata_json(
     store: *const zoo_session_store,
@@ -183,6 +251,12 @@ pub extern "C" fn zoo_session_store_set_metadata_json(
 /// The id of the session the agent's conversation is kept in; `*out_id`
 /// is NULL when the agent has no `session_store`, else freed with
 /// `zoo_string_free`.
+///
+/// @param agent The agent.
+/// @param out_id On success, the session's id, or NULL without a `session_store`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_agent_session_id(
     agent: *const zoo_agent,

@@ -80,6 +80,9 @@ impl From<ErrorCode> for zoo_status {
 
 /// A static, NUL-terminated description of a status (never NULL; unknown
 /// values give "unknown status"). Do not free it.
+///
+/// @param status A `zoo_status` value.
+/// @return The description.
 #[no_mangle]
 pub extern "C" fn zoo_status_str(status: i32) -> *const c_char {
     let text: &'static [u8] = match status {

@@ -12,6 +12,12 @@ use crate::status::zoo_status;
 /// calls of the current reply not yet started are skipped (the model reads
 /// why). Without a running chat it waits for the next one. The config's
 /// `steering_mode` says whether a reply takes one queued message or all.
+///
+/// @param agent The agent.
+/// @param text The message.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_steer(
     agent: *const zoo_agent,
@@ -28,6 +34,12 @@ pub extern "C" fn zoo_agent_steer(
 /// Queues `text` (NUL-terminated UTF-8) to start a new round when the
 /// running chat (or the next) would otherwise end, within the same chat.
 /// The config's `follow_up_mode` says whether a round takes one or all.
+///
+/// @param agent The agent.
+/// @param text The message.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_follow_up(
     agent: *const zoo_agent,
@@ -44,6 +56,9 @@ pub extern "C" fn zoo_agent_follow_up(
 /// Drops every queued steering and follow-up message. Messages a chat did
 /// not take otherwise wait for the next chat; this is the one way to drop
 /// them.
+///
+/// @param agent The agent.
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL agent.
 #[no_mangle]
 pub extern "C" fn zoo_agent_clear_queues(agent: *const zoo_agent) -> zoo_status {
     guard(std::ptr::null_mut(), || {
@@ -53,7 +68,10 @@ pub extern "C" fn zoo_agent_clear_queues(agent: *const zoo_agent) -> zoo_status 
 }
 
 /// The agent's id, unique in the process: the `agent_id` of its events.
-/// Returns `ZOO_INVALID_ARGUMENT` for NULL; writes `*out_id` on success.
+///
+/// @param agent The agent.
+/// @param out_id On success, the id.
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_agent_id(agent: *const zoo_agent, out_id: *mut u64) -> zoo_status {
     guard(std::ptr::null_mut(), || {

@@ -3,6 +3,8 @@
 use std::ffi::{c_char, CString};
 
 /// The library version, e.g. "0.1.0" (static; do not free).
+///
+/// @return The version.
 #[no_mangle]
 pub extern "C" fn zoo_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
@@ -10,6 +12,8 @@ pub extern "C" fn zoo_version() -> *const c_char {
 
 /// Frees a string returned by this library (responses, JSON, error
 /// messages). NULL is ignored. Freeing anything else is undefined.
+///
+/// @param text The string to free, or NULL.
 #[no_mangle]
 pub extern "C" fn zoo_string_free(text: *mut c_char) {
     crate::boundary::guard_void(|| {

@@ -133,9 +133,18 @@ pub struct zoo_tool_options {
 /// the tool is replaced or unregistered and no call is running, when the
 /// agent is freed, or right away if registration fails.
 ///
-/// Returns `ZOO_INVALID_ARGUMENT` (NULL agent, name or handler, bad name),
-/// `ZOO_INVALID_JSON` (schema is not JSON) or `ZOO_TOOL_VALIDATION_FAILED`
-/// (schema is not a valid JSON schema of an object).
+/// @param agent The agent.
+/// @param name The tool's name.
+/// @param description What the tool does, for the model.
+/// @param schema_json The JSON schema of the arguments object.
+/// @param handler Runs each call.
+/// @param user_data Passed to `handler`.
+/// @param free_user_data Frees `user_data`, or NULL.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_ARGUMENT` (NULL agent, name or handler, bad name),
+/// `ZOO_INVALID_JSON` (schema is not JSON) or `ZOO_TOOL_VALIDATION_FAILED` (schema is not a
+/// valid JSON schema of an object).
 #[no_mangle]
 pub extern "C" fn zoo_agent_register_tool(
     agent: *const zoo_agent,
@@ -164,8 +173,18 @@ pub extern "C" fn zoo_agent_register_tool(
 /// `options` (may be NULL: the defaults). The options are read during the
 /// call; the struct need not outlive it.
 ///
-/// Returns, besides the errors of `zoo_agent_register_tool`,
-/// `ZOO_INVALID_ARGUMENT` for a negative `options->timeout_ms`.
+/// @param agent The agent.
+/// @param name The tool's name.
+/// @param description What the tool does, for the model.
+/// @param schema_json The JSON schema of the arguments object.
+/// @param options How the tool runs, or NULL for the defaults.
+/// @param handler Runs each call.
+/// @param user_data Passed to `handler`.
+/// @param free_user_data Frees `user_data`, or NULL.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return As `zoo_agent_register_tool`, and `ZOO_INVALID_ARGUMENT` for a negative
+/// `options->timeout_ms`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn zoo_agent_register_tool_with_options(
@@ -204,6 +223,18 @@ pub extern "C" fn zoo_agent_register_tool_with_options(
 /// context (`zoo_tool_context_fn`), otherwise as
 /// `zoo_agent_register_tool_with_options` (`options` may be NULL), with the
 /// same errors.
+///
+/// @param agent The agent.
+/// @param name The tool's name.
+/// @param description What the tool does, for the model.
+/// @param schema_json The JSON schema of the arguments object.
+/// @param options How the tool runs, or NULL for the defaults.
+/// @param handler Runs each call, with its context.
+/// @param user_data Passed to `handler`.
+/// @param free_user_data Frees `user_data`, or NULL.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return As `zoo_agent_register_tool_with_options`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn zoo_agent_register_tool_with_context(
@@ -275,6 +306,13 @@ fn call_handler(
 }
 
 /// Removes a tool. `*out_removed` (may be NULL) tells whether it existed.
+///
+/// @param agent The agent.
+/// @param name The tool's name.
+/// @param out_removed Whether the tool was registered (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_agent_unregister_tool(
     agent: *const zoo_agent,
@@ -308,8 +346,14 @@ fn set_outcome(
 /// Sets the tool's result to a JSON value (`json` must be valid JSON; a
 /// plain string result is written as a JSON string, e.g. "\"sunny\"").
 /// Call from inside the handler; a later call replaces an earlier one.
-/// Returns `ZOO_INVALID_JSON` if `json` does not parse; the outcome is then left
-/// as it was (unset, or what an earlier call set).
+///
+/// @param result The handler's `result`.
+/// @param json The result, JSON text.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`; `ZOO_INVALID_JSON` if `json` does not parse (the outcome is then left as
+/// it was: unset, or what an earlier call set); `ZOO_INVALID_ARGUMENT` for a NULL argument or
+/// text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_tool_result_set_json(
     result: *mut zoo_tool_result,
@@ -327,6 +371,12 @@ pub extern "C" fn zoo_tool_result_set_json(
 
 /// Reports that the tool failed with `message`. The model is told, and may
 /// correct its call; the chat goes on.
+///
+/// @param result The handler's `result`.
+/// @param message Why the tool failed, for the model (UTF-8).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_tool_result_set_error(
     result: *mut zoo_tool_result,
@@ -353,7 +403,13 @@ fn write_accepted(out_accepted: *mut bool, accepted: bool) {
 
 /// Writes the call's id (`call_1`, ...) to `*out_call_id`: a NUL-terminated
 /// string owned by the context, valid as long as the context (during the
-/// handler call). Returns `ZOO_INVALID_ARGUMENT` for a NULL argument.
+/// handler call).
+///
+/// @param context The handler's `context`.
+/// @param out_call_id On success, the call's id (do not free it).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_tool_context_call_id(
     context: *const zoo_tool_context,
@@ -370,6 +426,12 @@ pub extern "C" fn zoo_tool_context_call_id(
 /// Writes whether the call is cancelled to `*out_cancelled`: the chat was
 /// stopped or the tool's `timeout_ms` passed. Its result is then discarded,
 /// and reports made from then on are dropped: return early.
+///
+/// @param context The handler's `context`.
+/// @param out_cancelled Whether the call is cancelled.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument.
 #[no_mangle]
 pub extern "C" fn zoo_tool_context_is_cancelled(
     context: *const zoo_tool_context,
@@ -385,8 +447,14 @@ pub extern "C" fn zoo_tool_context_is_cancelled(
 
 /// Blocks until the call is cancelled or `timeout_ms` milliseconds pass (0
 /// looks without waiting) and writes whether it is cancelled to
-/// `*out_cancelled`. Returns `ZOO_INVALID_ARGUMENT` for a NULL argument or
-/// a negative `timeout_ms`.
+/// `*out_cancelled`.
+///
+/// @param context The handler's `context`.
+/// @param timeout_ms Milliseconds to wait at most (0 or more).
+/// @param out_cancelled Whether the call is cancelled.
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or a negative `timeout_ms`.
 #[no_mangle]
 pub extern "C" fn zoo_tool_context_wait_cancelled(
     context: *const zoo_tool_context,
@@ -414,8 +482,15 @@ pub extern "C" fn zoo_tool_context_wait_cancelled(
 /// Reports a partial result (`json`, any JSON value) as a
 /// `tool_call_update` event of the call. `*out_accepted` (may be NULL)
 /// tells whether it was taken: false once the call has finished, when the
-/// report is dropped. Returns `ZOO_INVALID_JSON` if `json` does not parse,
-/// `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
+/// report is dropped.
+///
+/// @param context The handler's `context`.
+/// @param json The partial result, JSON text.
+/// @param out_accepted Whether the report was taken (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, `ZOO_INVALID_JSON` if `json` does not parse, or `ZOO_INVALID_ARGUMENT` for
+/// a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_tool_context_update_json(
     context: *const zoo_tool_context,
@@ -435,8 +510,13 @@ pub extern "C" fn zoo_tool_context_update_json(
 /// Reports progress in words (`text`, UTF-8) as a `tool_call_progress`
 /// event of the call. `*out_accepted` (may be NULL) tells whether it was
 /// taken: false once the call has finished, when the report is dropped.
-/// Returns `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not
-/// UTF-8.
+///
+/// @param context The handler's `context`.
+/// @param text The progress, in words.
+/// @param out_accepted Whether the report was taken (may be NULL).
+/// @param out_error On failure, the error message (may be NULL; free it with
+/// `zoo_string_free`).
+/// @return `ZOO_OK`, or `ZOO_INVALID_ARGUMENT` for a NULL argument or text that is not UTF-8.
 #[no_mangle]
 pub extern "C" fn zoo_tool_context_progress(
     context: *const zoo_tool_context,

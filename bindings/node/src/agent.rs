@@ -19,12 +19,13 @@ use napi_derive::napi;
 use parking_lot::Mutex;
 use serde_json::Value;
 use zoo_core::{
-    Agent, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, Response, Tool,
-    ToolChoice, ToolOptions,
+    Agent, AgentSlot, ChatHandle, ChatOptions, Config, Error, McpTransport, Message, Response,
+    Tool, ToolChoice, ToolOptions,
 };
 
 use zoo_core::tools::builtin::BuiltinToolsConfig;
 
+use crate::backend::{self, NativeBackendSink, NodeBackend};
 use crate::errors::{integer, message, to_napi, IntoNapi};
 use crate::hooks::NodeHooks;
 use crate::model::NativeModel;
@@ -119,15 +120,12 @@ fn take_batch(queue: &Queue) -> Batch {
 /// An agent (wrapped by the package's `Agent`).
 #[napi]
 pub struct NativeAgent {
-    agent: Mutex<Option<Arc<Agent>>>,
+    agent: AgentSlot,
 }
 
 impl NativeAgent {
     fn agent(&self) -> napi::Result<Arc<Agent>> {
-        self.agent
-            .lock()
-            .clone()
-            .ok_or_else(|| to_napi(Error::AgentNotRunning("the agent is closed".into())))
+        self.agent.get().napi_err()
     }
 }
 
@@ -475,7 +473,7 @@ impl NativeAgent {
     /// Whether the agent has been closed.
     #[napi(getter)]
     pub fn closed(&self) -> bool {
-        self.agent.lock().is_none()
+        self.agent.is_closed()
     }
 
     /// Shuts the agent down off the JS thread: cancels its chat, fails
@@ -484,7 +482,7 @@ impl NativeAgent {
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn close(&self) -> AsyncTask<CloseAgent> {
         AsyncTask::new(CloseAgent {
-            agent: self.agent.lock().take(),
+            agent: self.agent.take(),
             timeout: None,
         })
     }
@@ -496,7 +494,7 @@ impl NativeAgent {
     pub fn close_within(&self, timeout_ms: f64) -> napi::Result<bool> {
         let timeout = integer("timeoutMs", timeout_ms, 0, 86_400_000)?;
         let mut task = CloseAgent {
-            agent: self.agent.lock().take(),
+            agent: self.agent.take(),
             timeout: Some(Duration::from_millis(timeout as u64)),
         };
         task.compute()
@@ -523,7 +521,7 @@ impl Drop for NativeAgent {
         // Garbage-collected without close(): join the inference thread on a
         // thread of its own, never on the JS thread, which a running JS tool
         // may be waiting for.
-        if let Some(agent) = self.agent.get_mut().take() {
+        if let Some(agent) = self.agent.take() {
             let _ = std::thread::Builder::new()
                 .name("zoo-node-drop".into())
                 .spawn(move || drop(agent));
@@ -566,23 +564,11 @@ impl Task for CloseAgent {
     type JsValue = bool;
 
     fn compute(&mut self) -> napi::Result<bool> {
-        let Some(agent) = self.agent.take() else {
-            return Ok(true);
-        };
-        Ok(match Arc::try_unwrap(agent) {
-            Ok(agent) => match self.timeout {
-                Some(limit) => agent.close_within(limit),
-                None => {
-                    drop(agent);
-                    true
-                }
-            },
-            // A history job still holds it; it ends (AgentNotRunning) and
-            // drops the last reference.
-            Err(shared) => {
-                shared.stop();
-                false
-            }
+        // A history job may still hold it; it ends (AgentNotRunning) and
+        // drops the last reference.
+        Ok(match self.agent.take() {
+            Some(agent) => agent.close(self.timeout),
+            None => true,
         })
     }
 
@@ -595,6 +581,7 @@ impl Task for CloseAgent {
 pub struct CreateAgent {
     config: Option<Config>,
     model: Option<zoo_core::Model>,
+    backend: Option<NodeBackend>,
 }
 
 impl Task for CreateAgent {
@@ -603,16 +590,20 @@ impl Task for CreateAgent {
 
     fn compute(&mut self) -> napi::Result<Agent> {
         let config = self.config.take().unwrap_or_default();
-        match self.model.take() {
-            Some(model) => Agent::with_model(model, config),
-            None => Agent::create(config),
+        match (self.model.take(), self.backend.take()) {
+            (Some(_), Some(_)) => Err(Error::InvalidArgument(
+                "an agent runs on a model or on a backend, not both".into(),
+            )),
+            (None, Some(backend)) => Agent::with_host_backend(backend, config),
+            (Some(model), None) => Agent::with_model(model, config),
+            (None, None) => Agent::create(config),
         }
         .napi_err()
     }
 
     fn resolve(&mut self, _env: Env, agent: Agent) -> napi::Result<NativeAgent> {
         Ok(NativeAgent {
-            agent: Mutex::new(Some(Arc::new(agent))),
+            agent: AgentSlot::new(agent),
         })
     }
 }
@@ -620,16 +611,32 @@ impl Task for CreateAgent {
 /// Starts an agent off the JS thread. `configJson` holds the config keys
 /// (snake_case JSON): a `model_path`, or a `provider` such as the scripted
 /// mock (`{"type": "mock", "replies": [...], "piece_delay_ms": N}`);
-/// `model` shares a loaded model instead.
+/// `model` shares a loaded model instead; `generate(requestJson, sink)` is
+/// the package's wrapper of a backend written in JavaScript (a Promise of
+/// `{"ok":true}` or `{"ok":false,"error":"..."}`), with `countTokens`
+/// (`messageJson` to the envelope of a number) if it counts.
 #[napi(ts_return_type = "Promise<NativeAgent>")]
+// napi derives the TypeScript declaration from the spelled-out types, so
+// `generate`'s is not hidden behind an alias.
+#[allow(clippy::type_complexity)]
 pub fn create_agent(
     config_json: String,
     model: Option<ClassInstance<'_, NativeModel>>,
+    generate: Option<Function<'_, FnArgs<(String, NativeBackendSink)>, Promise<String>>>,
+    count_tokens: Option<Function<'_, String, Promise<String>>>,
 ) -> napi::Result<AsyncTask<CreateAgent>> {
     let config = Config::from_json(&config_json).napi_err()?;
+    let backend = match generate {
+        Some(generate) => Some(NodeBackend {
+            generate: backend::generate_function(generate)?,
+            count: count_tokens.map(tools::tool_function).transpose()?,
+        }),
+        None => None,
+    };
     Ok(AsyncTask::new(CreateAgent {
         config: Some(config),
         model: model.map(|m| m.model.clone()),
+        backend,
     }))
 }
 

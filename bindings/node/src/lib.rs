@@ -11,6 +11,7 @@
 //! function each, so neither keeps a finished script alive.
 
 mod agent;
+mod backend;
 mod errors;
 mod hooks;
 mod logs;
@@ -19,6 +20,7 @@ mod session;
 mod tools;
 
 pub use agent::{create_agent, AgentJob, CloseAgent, CreateAgent, NativeAgent, NativeChat};
+pub use backend::NativeBackendSink;
 pub use logs::{dropped_logs, flush_logs, set_log_function, set_log_level, FlushLogs};
 pub use model::{load_model, LoadModel, NativeModel};
 pub use session::{open_session_store, NativeSessionStore, OpenStore, StoreJob};

@@ -21,16 +21,10 @@ impl NativeModel {
         self.model.path().to_string()
     }
 
-    /// GGUF metadata as JSON: `chat_template`, `architecture`, `name`.
+    /// GGUF metadata as JSON: `chat_template`, `architecture`, `name, special tokens (`ModelMetadata`'s JSON)`.
     #[napi]
     pub fn metadata_json(&self) -> String {
-        let meta = self.model.metadata();
-        serde_json::json!({
-            "chat_template": meta.chat_template,
-            "architecture": meta.architecture,
-            "name": meta.name,
-        })
-        .to_string()
+        self.model.metadata().to_json()
     }
 }
 

@@ -43,7 +43,7 @@ pub type ContextToolFunction =
     ThreadsafeFunction<ToolArgs, Promise<String>, ToolArgs, Status, false, true>;
 
 /// What the JS thread hands back: the Promise the wrapper returned.
-type Returned = napi::Result<Promise<String>>;
+pub type Returned = napi::Result<Promise<String>>;
 
 /// Makes the threadsafe function for a wrapped handler.
 pub fn tool_function(handler: Function<'_, String, Promise<String>>) -> napi::Result<ToolFunction> {
@@ -116,7 +116,7 @@ pub fn confirm_fn(function: ToolFunction) -> ConfirmFn {
 }
 
 /// Waits for the Promise a wrapper returned, then reads its envelope.
-fn settle(status: Status, receiver: &mpsc::Receiver<Returned>) -> Result<Value, String> {
+pub fn settle(status: Status, receiver: &mpsc::Receiver<Returned>) -> Result<Value, String> {
     if status != Status::Ok {
         return Err(format!(
             "the JavaScript handler could not be called ({status}): Node is shutting down"

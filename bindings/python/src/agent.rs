@@ -7,12 +7,13 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use serde_json::Value;
 use zoo_core::{
-    Agent, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool, ToolChoice,
-    ToolContext, ToolOptions,
+    Agent, AgentSlot, CancelToken, ChatHandle, ChatOptions, Config, Error, Message, Tool,
+    ToolChoice, ToolContext, ToolOptions,
 };
 
 use zoo_core::tools::builtin::{confirm_not_callable, BuiltinToolsConfig, ConfirmFn};
 
+use crate::backend::PyBackend;
 use crate::errors::{to_py, IntoPy};
 use crate::hooks::PyHooks;
 use crate::model::NativeModel;
@@ -25,7 +26,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 /// An agent (wrapped by `zoo_keeper.Agent`).
 #[pyclass(module = "zoo_keeper._native", frozen)]
 pub struct NativeAgent {
-    agent: Mutex<Option<Arc<Agent>>>,
+    agent: AgentSlot,
 }
 
 /// The first exception raised by a chat's Python callback; it aborts the
@@ -50,10 +51,7 @@ impl CallbackError {
 
 impl NativeAgent {
     fn agent(&self) -> PyResult<Arc<Agent>> {
-        self.agent
-            .lock()
-            .clone()
-            .ok_or_else(|| to_py(Error::AgentNotRunning("the agent is closed".into())))
+        self.agent.get().py_err()
     }
 
     /// Builds core options; Python callbacks run on the inference thread.
@@ -124,9 +122,13 @@ impl NativeAgent {
                 if failed.is_set() {
                     return;
                 }
-                let json = event.to_json();
                 thread_state::attach(|py| {
-                    if let Err(error) = callback.call1(py, (json,)) {
+                    // A dict straight from the serde type: the same keys as
+                    // the JSON every front door sees, with nothing to parse.
+                    let sent = pythonize::pythonize(py, event)
+                        .map_err(PyErr::from)
+                        .and_then(|event| callback.call1(py, (event,)));
+                    if let Err(error) = sent {
                         failed.record(py, error, &cancel);
                     }
                 });
@@ -263,20 +265,37 @@ fn wait_interruptibly(
 impl NativeAgent {
     /// Starts an agent. `config_json` holds the config keys (a `provider`,
     /// such as the scripted mock, or a `model_path`); `model` shares a
-    /// loaded model instead. The GIL is released while the model loads.
+    /// loaded model instead; `backend(request_json, sink)` is a backend
+    /// written in Python (the package's runner of the user's `generate`),
+    /// with `count_tokens(message_json) -> int` if it counts. The GIL is
+    /// released while the model loads.
     #[new]
-    #[pyo3(signature = (config_json, model = None))]
-    fn new(py: Python<'_>, config_json: &str, model: Option<&NativeModel>) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, model = None, backend = None, count_tokens = None))]
+    fn new(
+        py: Python<'_>,
+        config_json: &str,
+        model: Option<&NativeModel>,
+        backend: Option<Py<PyAny>>,
+        count_tokens: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let config = Config::from_json(config_json).py_err()?;
         let model = model.map(|m| m.model.clone());
+        let backend = backend.map(|run| PyBackend {
+            run,
+            count: count_tokens,
+        });
         let agent = py
-            .detach(move || match model {
-                Some(model) => Agent::with_model(model, config),
-                None => Agent::create(config),
+            .detach(move || match (model, backend) {
+                (Some(_), Some(_)) => Err(Error::InvalidArgument(
+                    "an agent runs on a model or on a backend, not both".into(),
+                )),
+                (None, Some(backend)) => Agent::with_host_backend(backend, config),
+                (Some(model), None) => Agent::with_model(model, config),
+                (None, None) => Agent::create(config),
             })
             .py_err()?;
         Ok(NativeAgent {
-            agent: Mutex::new(Some(Arc::new(agent))),
+            agent: AgentSlot::new(agent),
         })
     }
 
@@ -615,7 +634,7 @@ impl NativeAgent {
     /// Whether `close` has been called.
     #[getter]
     fn closed(&self) -> bool {
-        self.agent.lock().is_none()
+        self.agent.is_closed()
     }
 
     /// Shuts the agent down (GIL released): cancels its chat, fails queued
@@ -623,30 +642,19 @@ impl NativeAgent {
     /// Returns whether the thread finished. Idempotent.
     #[pyo3(signature = (timeout = None))]
     fn close(&self, py: Python<'_>, timeout: Option<f64>) -> bool {
-        let Some(agent) = self.agent.lock().take() else {
+        let Some(agent) = self.agent.take() else {
             return true;
         };
-        py.detach(move || match Arc::try_unwrap(agent) {
-            Ok(agent) => match timeout {
-                Some(seconds) => agent.close_within(Duration::from_secs_f64(seconds.max(0.0))),
-                None => {
-                    drop(agent);
-                    true
-                }
-            },
-            // A chat call in another thread still holds it; that call ends
-            // (AgentNotRunning or cancelled) and drops the last reference.
-            Err(shared) => {
-                shared.stop();
-                false
-            }
-        })
+        let timeout = timeout.map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        // A chat call in another thread may still hold it; that call ends
+        // (AgentNotRunning or cancelled) and drops the last reference.
+        py.detach(move || agent.close(timeout))
     }
 }
 
 impl Drop for NativeAgent {
     fn drop(&mut self) {
-        if let Some(agent) = self.agent.get_mut().take() {
+        if let Some(agent) = self.agent.take() {
             // The inference thread may be waiting for the GIL in a callback:
             // join it with the GIL released, or both would wait forever.
             // When the interpreter is already gone there is no GIL to release,

@@ -8,6 +8,7 @@
 //! (see `thread_state`), not a fresh one per token.
 
 mod agent;
+mod backend;
 mod errors;
 mod hooks;
 mod logs;
@@ -25,6 +26,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::NativeAgent>()?;
     m.add_class::<agent::NativeChat>()?;
     m.add_class::<tool_context::NativeToolContext>()?;
+    m.add_class::<backend::NativeBackendSink>()?;
     m.add_class::<session::NativeSessionStore>()?;
     m.add_function(wrap_pyfunction!(logs::set_log_handler, m)?)?;
     m.add_function(wrap_pyfunction!(logs::set_log_level, m)?)?;

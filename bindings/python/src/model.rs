@@ -30,14 +30,8 @@ impl NativeModel {
         self.model.path().to_string()
     }
 
-    /// GGUF metadata: chat template, architecture, name.
+    /// GGUF metadata: chat template, architecture, name, special tokens (`ModelMetadata`'s JSON).
     fn metadata_json(&self) -> String {
-        let meta = self.model.metadata();
-        serde_json::json!({
-            "chat_template": meta.chat_template,
-            "architecture": meta.architecture,
-            "name": meta.name,
-        })
-        .to_string()
+        self.model.metadata().to_json()
     }
 }

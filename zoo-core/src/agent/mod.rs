@@ -3,6 +3,7 @@
 //! cancel flag or reads a copy, so all of them are safe from any thread.
 
 pub(crate) mod handle;
+mod slot;
 mod subagent;
 
 use std::sync::Arc;
@@ -11,8 +12,10 @@ use std::thread::JoinHandle;
 pub use crate::engine::options::{ChatOptions, CompleteCallback, EventCallback, TokenCallback};
 pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
+pub use slot::AgentSlot;
 pub use subagent::{SubAgent, SubAgentStep, SubAgentUpdate};
 
+use crate::backend::host::{self, HostBackend, HostModel};
 use crate::backend::remote::RemoteBackend;
 use crate::backend::Backend;
 use crate::config::Config;
@@ -65,16 +68,20 @@ impl Startup {
     }
 
     /// Reports that the backend could not be built.
-    #[cfg_attr(not(feature = "llama"), allow(dead_code))]
     pub(crate) fn fail(self, error: Error) {
         self.shared.set_state(AgentState::Failed);
         self.ready.complete(Err(error));
     }
 
     /// The agent's configuration.
-    #[cfg_attr(not(feature = "llama"), allow(dead_code))]
     pub(crate) fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    /// Counts `thread` as one of the agent's own (where a blocking call on
+    /// the agent would wait for itself).
+    fn add_thread(&self, thread: std::thread::ThreadId) {
+        self.shared.agent_threads.lock().push(thread);
     }
 }
 
@@ -93,6 +100,33 @@ impl Agent {
             ));
         }
         Self::on_backend(backend, config)
+    }
+
+    /// An agent on a backend written in the host language (see
+    /// [`HostModel`]; the C, Python and Node front doors each implement
+    /// it). The config's `provider` is unset or `host` (its settings, such
+    /// as `thinking`); the host's calls run on a thread of the agent's own.
+    pub fn with_host_backend(host: impl HostModel, config: Config) -> Result<Self> {
+        if let Some(provider) = &config.provider {
+            if !matches!(provider, Provider::Host(_)) {
+                return Err(Error::config(
+                    "provider",
+                    format!(
+                        "an agent on a host backend takes no other provider (got `{}`)",
+                        provider.type_name()
+                    ),
+                ));
+            }
+        }
+        Self::start(config, move |startup| {
+            match HostBackend::new(host, startup.config()) {
+                Ok(mut backend) => {
+                    startup.add_thread(backend.thread_id());
+                    startup.serve(&mut backend);
+                }
+                Err(error) => startup.fail(error),
+            }
+        })
     }
 
     /// Starts the inference thread on `backend`, whatever the config's
@@ -171,6 +205,7 @@ impl Agent {
                 let backend = RemoteBackend::gemini(gemini, &config)?;
                 Self::on_backend(backend, config)
             }
+            Some(Provider::Host(_)) => Err(host::needs_an_object()),
             None => Self::create_local(config),
         }
     }

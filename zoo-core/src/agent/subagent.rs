@@ -34,7 +34,7 @@ use crate::config::Config;
 use crate::engine::options::ChatOptions;
 use crate::error::{Error, Result};
 use crate::event::{AgentEvent, EventKind};
-use crate::response::Usage;
+use crate::response::{StopReason, Usage};
 use crate::tools::context::ToolContext;
 use crate::tools::output::ToolOutput;
 use crate::tools::registry::Tool;
@@ -208,27 +208,45 @@ pub(crate) fn subagent_tool(sub: &SubAgent, tools: Vec<Tool>, build: Build) -> R
                 *slot = Some(agent);
             }
             let agent = slot.as_ref().expect("built above");
-            run_task(agent, &name, task, ctx).map_err(|e| e.to_string())
+            run_task(agent, &name, task, ctx)
         },
     )
 }
 
 /// One task on a fresh history, its steps reported to the parent's call;
 /// the call's cancel token (the parent's stop, the tool's time limit)
-/// cancels it.
-fn run_task(agent: &Agent, name: &str, task: String, ctx: &ToolContext) -> Result<ToolOutput> {
-    agent.clear_history()?;
+/// cancels it. A child that failed or ended before it finished (a backend
+/// error, a limit, a stop) is an error the parent's model reads.
+fn run_task(
+    agent: &Agent,
+    name: &str,
+    task: String,
+    ctx: &ToolContext,
+) -> std::result::Result<ToolOutput, String> {
+    agent
+        .clear_history()
+        .map_err(|e| failed(name, &e.to_string()))?;
     let (reporter, subagent) = (ctx.clone(), name.to_owned());
-    let options = ChatOptions::new().on_event(move |event| report(&reporter, &subagent, event));
+    let limit: Arc<Mutex<Option<(String, u64)>>> = Arc::default();
+    let reached = limit.clone();
+    let options = ChatOptions::new().on_event(move |event| {
+        if let EventKind::LimitReached { limit, value } = &event.kind {
+            *reached.lock() = Some((limit.clone(), *value));
+        }
+        report(&reporter, &subagent, event);
+    });
     let handle = agent.chat(task, options);
     let response = loop {
         if let Some(result) = handle.wait_timeout(STOP_POLL) {
-            break result?;
+            break result.map_err(|e| failed(name, &e.to_string()))?;
         }
         if ctx.is_cancelled() {
             handle.cancel();
         }
     };
+    if let Some(why) = unfinished(response.stop_reason, limit.lock().take()) {
+        return Err(failed(name, &with_partial(why, &response.text)));
+    }
     let text = if response.text.trim().is_empty() {
         NO_ANSWER.to_owned()
     } else {
@@ -238,6 +256,37 @@ fn run_task(agent: &Agent, name: &str, task: String, ctx: &ToolContext) -> Resul
         "stop_reason": response.stop_reason,
         "usage": response.usage,
     })))
+}
+
+/// Why a child that ended this way did not finish its task, or `None` for
+/// an answer (a reply cut at `max_tokens` is still the child's answer).
+fn unfinished(stop: StopReason, limit: Option<(String, u64)>) -> Option<String> {
+    Some(match stop {
+        StopReason::Stop | StopReason::Length => return None,
+        StopReason::Limit => match limit {
+            Some((limit, value)) => format!("it reached its {limit} limit ({value})"),
+            None => "it reached one of its limits".to_owned(),
+        },
+        StopReason::ToolLimit => "it reached its max_tool_iterations limit".to_owned(),
+        StopReason::Rejected => "its input filter rejected the task".to_owned(),
+        StopReason::Cancelled => "it was stopped".to_owned(),
+        StopReason::Error => "it failed".to_owned(),
+    })
+}
+
+/// `why`, with what the child wrote before it ended, if anything.
+fn with_partial(why: String, text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        format!("{why} before it finished")
+    } else {
+        format!("{why} before it finished; its last text: {text}")
+    }
+}
+
+/// The tool error of a child that failed: the parent's model reads it.
+fn failed(name: &str, why: &str) -> String {
+    format!("the sub-agent `{name}` did not answer: {why}")
 }
 
 /// Reports one of the child's events to the parent's call, and adds the

@@ -1,8 +1,10 @@
 //! The backend boundary. A backend speaks in messages, not tokens, so that
 //! llama.cpp, the test mock and a remote endpoint share one trait: given
 //! the conversation, the tools and the sampling limits it streams one
-//! assistant reply and reports its usage.
+//! assistant reply and reports its usage. A backend may also be written in
+//! the host language (`host`: C callbacks, a Python or Node object).
 
+pub mod host;
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod mock;

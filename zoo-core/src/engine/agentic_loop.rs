@@ -8,7 +8,9 @@
 //!    conversation before the next reply. Old turns are pruned to fit.
 //! 3. **Infer**: stream one model reply (tool-call markup hidden from `on_token`).
 //!    A prompt the backend finds too long for its window (a server counts
-//!    tokens its own way) is compacted to 3/4 and tried once more.
+//!    tokens its own way) is compacted to 3/4 and tried once more. A
+//!    steering message that arrives meanwhile ends the reply at once: its
+//!    prose is kept and the loop goes back to step 2.
 //! 4. **Parse**: find tool calls in the reply. No call: the reply is final,
 //!    unless a steering or follow-up message waits, which starts a new round.
 //! 5. **Validate** each call against its tool's schema.
@@ -298,6 +300,10 @@ impl Turn<'_, '_> {
             let generation = self.infer(&definitions, &tool_choice, &input.rag_context)?;
             self.thinking = generation.thinking.clone();
             match generation.finish {
+                FinishReason::Cancelled if !self.cancel.is_cancelled() => {
+                    self.interrupted(unfinished_prose(&definitions, &generation.text))?;
+                    continue;
+                }
                 FinishReason::Cancelled => {
                     return self.cut_short(self.unfinished_prose(&generation.text))
                 }
@@ -460,8 +466,10 @@ impl Turn<'_, '_> {
     }
 
     /// Steering messages join the conversation before the next reply. One
-    /// waits while the history ends with a user message (the chat's own,
-    /// not yet answered): two user messages never follow each other.
+    /// queued before the chat waits while the history ends with a user
+    /// message (the chat's own, not yet answered): two user messages never
+    /// follow each other. (One that ends a reply early may join that
+    /// message instead, see [`interrupted`](Self::interrupted).)
     fn take_steering(&mut self) -> Result<()> {
         if self.history.last_role() == Some(Role::User) {
             return Ok(());
@@ -476,6 +484,32 @@ impl Turn<'_, '_> {
             });
         }
         self.inject_queued(messages, Vec::new())
+    }
+
+    /// A reply that a steering message ended early: its prose is kept, as
+    /// after a stop, and the message joins at the top of the loop. When the
+    /// reply had said nothing yet and the model was answering a user
+    /// message, the steering message is added to that message instead, as
+    /// the rest of what the user said.
+    fn interrupted(&mut self, prose: String) -> Result<()> {
+        if !prose.is_empty() {
+            return self.commit_reply(Message::assistant(prose));
+        }
+        if self.history.last_role() != Some(Role::User) {
+            return Ok(());
+        }
+        let messages = self.queues.take_steering(self.settings.steering_mode);
+        for message in &messages {
+            self.callbacks.event(EventKind::SteeringReceived {
+                message: message.clone(),
+            });
+        }
+        self.add_to_last_user_message(&messages.join("\n\n"))?;
+        self.taken.0.extend(messages.iter().cloned());
+        if let Some(injected) = &mut self.injected {
+            injected.0.extend(messages);
+        }
+        Ok(())
     }
 
     /// After a final reply: whether a waiting message starts another round
@@ -531,12 +565,32 @@ impl Turn<'_, '_> {
     }
 
     /// Appends the user's message; returns its index, where the turn starts.
+    /// A history that ends with a user message the model never answered (a
+    /// restored one) gets the new text added to that message, which the
+    /// turn then answers whole.
     fn add_user_message(&mut self, text: String) -> Result<usize> {
+        if self.history.last_role() == Some(Role::User) {
+            self.add_to_last_user_message(&text)?;
+            return Ok(self.history.len() - 1);
+        }
         let user = Message::user(text);
         let tokens = self.backend.count_tokens(&user)?;
         let turn_start = self.history.len();
         self.history.push(user, tokens)?;
         Ok(turn_start)
+    }
+
+    /// Adds `text` as a new paragraph of the last message, a user message
+    /// not answered yet.
+    fn add_to_last_user_message(&mut self, text: &str) -> Result<()> {
+        let mut message = self
+            .history
+            .last()
+            .cloned()
+            .ok_or_else(|| Error::Internal("no user message to add steering to".into()))?;
+        message.content = join_paragraphs(&message.content, text);
+        let tokens = self.backend.count_tokens(&message)?;
+        self.history.replace_last(message, tokens)
     }
 
     /// Records a reply that called tools, giving each call an id so that its
@@ -850,6 +904,10 @@ impl Turn<'_, '_> {
         // Text and retries are reported from inside one backend call, one
         // at a time: the callbacks are shared between the two closures.
         let callbacks = RefCell::new(&mut *self.callbacks);
+        // The reply's own token: the chat's stop reaches it, and so does a
+        // steering message, which ends the reply but not the chat.
+        let reply = self.cancel.child();
+        self.queues.set_reply(Some(reply.clone()));
         let generation = self.backend.generate_with_retries(
             &request,
             &mut |piece| {
@@ -866,8 +924,10 @@ impl Turn<'_, '_> {
                     .borrow_mut()
                     .event(EventKind::Retry(retry.clone()))
             },
-            self.cancel,
-        )?;
+            &reply,
+        );
+        self.queues.set_reply(None);
+        let generation = generation?;
         let rest = splitter.finish();
         self.callbacks.thinking(&rest.thinking);
         if let Some(text) = filter.push(&rest.text).filter(|t| !t.is_empty()) {
@@ -1431,10 +1491,19 @@ fn log_tool_call(call: &ToolCall, error: Option<&str>, latency_ms: f64) {
 }
 
 fn join_text(a: &str, b: &str) -> String {
+    join_with(a, b, "\n")
+}
+
+/// Two texts as paragraphs, a blank line between them.
+fn join_paragraphs(a: &str, b: &str) -> String {
+    join_with(a, b, "\n\n")
+}
+
+fn join_with(a: &str, b: &str, separator: &str) -> String {
     match (a.is_empty(), b.is_empty()) {
         (true, _) => b.to_string(),
         (_, true) => a.to_string(),
-        _ => format!("{a}\n{b}"),
+        _ => format!("{a}{separator}{b}"),
     }
 }
 

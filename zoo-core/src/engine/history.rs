@@ -96,29 +96,16 @@ impl History {
         }
     }
 
-    /// Checks that a new user message may follow: the conversation must not
-    /// end with an unanswered user message or an unanswered tool call.
-    /// Used on a restored history, which would otherwise make every later
-    /// chat fail.
+    /// Checks that a restored history can be answered: no tool call may be
+    /// left without its result (the next reply could not follow it). A
+    /// history may end with a user message the model never answered: the
+    /// next chat adds its message to that one, and `continue_chat` answers it.
     pub fn check_can_continue(&self) -> Result<()> {
         if let Some(id) = self.unanswered_calls().first() {
             return Err(Error::InvalidMessageSequence(format!(
                 "the history ends with tool call `{id}`, which has no result; \
                  add its tool message or leave the call out"
             )));
-        }
-        let last = self
-            .entries
-            .iter()
-            .rev()
-            .find(|e| e.message.role != Role::System);
-        if last.is_some_and(|e| e.message.role == Role::User) {
-            return Err(Error::InvalidMessageSequence(
-                "the history ends with a user message that has no reply; \
-                 a restored history must end with the assistant's reply or a tool result \
-                 (leave the unanswered message out and send it again as a chat)"
-                    .into(),
-            ));
         }
         Ok(())
     }
@@ -214,6 +201,36 @@ impl History {
                 "there is nothing to continue: the history has no messages".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The last message after the system prompt.
+    pub fn last(&self) -> Option<&Message> {
+        self.entries.last().map(|e| &e.message)
+    }
+
+    /// Replaces the last message with `message` of the same role (a user
+    /// message the model has not answered, given one more paragraph). A
+    /// saved copy is stale from its position on, and the KV-cache hint
+    /// drops to it.
+    pub fn replace_last(&mut self, message: Message, tokens: u32) -> Result<()> {
+        let index = self.entries.len() + usize::from(self.system.is_some());
+        let last = self
+            .entries
+            .last_mut()
+            .filter(|e| e.message.role == message.role)
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "no {} message at the end of the history to replace",
+                    message.role.as_str()
+                ))
+            })?;
+        last.message = message;
+        last.tokens = tokens;
+        if let Some(position) = last.position {
+            self.saved = self.saved.min(position);
+        }
+        self.stable = self.stable.min(index - 1);
         Ok(())
     }
 

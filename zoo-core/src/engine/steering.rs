@@ -1,7 +1,9 @@
 //! Messages sent while a chat runs. `steer()` messages join the
-//! conversation before the model's next reply (and skip the calls of the
-//! current reply not yet started); `follow_up()` messages start a new round
-//! when the chat would otherwise end. Both are queued on the agent, not on a
+//! conversation before the model's next reply: a reply being generated
+//! when one arrives is ended at once (its prose kept, as after a stop), and
+//! the calls of the current reply not yet started are skipped;
+//! `follow_up()` messages start a new round when the chat would otherwise
+//! end. Both are queued on the agent, not on a
 //! chat: what one chat does not take waits for the next, and only
 //! `clear_queues()` drops messages.
 
@@ -9,6 +11,7 @@ use std::collections::VecDeque;
 
 use parking_lot::Mutex;
 
+use crate::cancel::CancelToken;
 pub use crate::config::QueueMode;
 
 /// The agent's steering and follow-up queues, shared by every thread.
@@ -16,12 +19,25 @@ pub use crate::config::QueueMode;
 pub struct MessageQueues {
     steering: Mutex<VecDeque<String>>,
     follow_ups: Mutex<VecDeque<String>>,
+    /// The token of the reply being generated, which a steering message
+    /// cancels (the chat goes on).
+    reply: Mutex<Option<CancelToken>>,
 }
 
 impl MessageQueues {
-    /// Queues a message for the next reply of the running chat (or the next chat).
+    /// Queues a message for the next reply of the running chat (or the next
+    /// chat), ending the reply being generated, if any.
     pub fn steer(&self, text: String) {
         self.steering.lock().push_back(text);
+        if let Some(reply) = &*self.reply.lock() {
+            reply.cancel();
+        }
+    }
+
+    /// Marks a reply as being generated (`Some`, its own token) or done
+    /// (`None`): a steering message sent meanwhile ends it.
+    pub(crate) fn set_reply(&self, reply: Option<CancelToken>) {
+        *self.reply.lock() = reply;
     }
 
     /// Queues a message for when the running chat (or the next) would end.
@@ -89,6 +105,25 @@ mod tests {
         assert_eq!(queues.take_steering(QueueMode::OneAtATime), ["a"]);
         assert_eq!(queues.take_steering(QueueMode::All), ["b", "c"]);
         assert!(queues.take_steering(QueueMode::All).is_empty());
+    }
+
+    #[test]
+    fn a_steer_ends_the_reply_in_progress_only() {
+        let queues = MessageQueues::default();
+        queues.steer("before".into());
+        let reply = CancelToken::new();
+        queues.set_reply(Some(reply.clone()));
+        assert!(
+            !reply.is_cancelled(),
+            "a message queued earlier does not end it"
+        );
+        queues.follow_up("later".into());
+        assert!(!reply.is_cancelled(), "neither does a follow-up");
+        queues.steer("now".into());
+        assert!(reply.is_cancelled());
+        queues.set_reply(None);
+        queues.steer("after".into());
+        assert_eq!(queues.depths(), (3, 1));
     }
 
     #[test]

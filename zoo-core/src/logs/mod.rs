@@ -19,7 +19,7 @@
 //! | `zoo::turn` | info | a model reply ended | `turn`, `finish`, `prompt_tokens`, `cached_tokens`, `completion_tokens`, `latency_ms` |
 //! | `zoo::tool` | info | a tool call ended | `tool`, `call_id`, `ok`, `latency_ms` (`error` when it failed) |
 //! | `zoo::hook` | warn | a hook failed (its fail-safe effect applied) | `hook`, `error` |
-//! | `zoo::prompt` | debug | the prompt of a reply exactly as the backend sends it (the message is the prompt) | `turn`, `form`: `text` (a local model: the chat template applied, `tokens` its length), `request_body` (a remote provider: the JSON body, whose key travels in a header), `messages` (the mock: the messages it received, as JSON) |
+//! | `zoo::prompt` | debug | the prompt of a reply exactly as the backend sends it (the message is the prompt) | `turn`, `form`: `text` (a local model: the chat template applied, `tokens` its length), `request_body` (a remote provider: the JSON body, whose key travels in a header), `messages` (the mock: the messages it received, as JSON), `host_request` (a host backend: the request it is given, as JSON) |
 //! | `zoo::raw_output` | debug | the model's reply before parsing (the message is the raw text) | `turn` |
 //! | `zoo::logs` | warn | records were dropped (see below) | `dropped` |
 //!

@@ -164,120 +164,25 @@ impl HttpConnection {
             _ => None,
         };
         let session = self.session.lock().clone();
-        let mut request = self
-            .agent
-            .post(&self.config.url)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream");
-        for (name, value) in self.headers(&session) {
-            request = request.header(name, value);
-        }
-        let mut response = request
-            .config()
-            .timeout_global(Some(self.timeout))
-            .build()
-            .send(message.to_string())
-            .map_err(|e| self.transport_error(e))?;
-        if let Some(id) = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-        {
-            let mut current = self.session.lock();
-            if current.generation == session.generation {
-                current.id = Some(id.to_string());
-            }
-        }
+        let mut response = self.send(message, &session)?;
+        self.note_session(&response, &session);
         let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.refusal(&mut response, status, &session));
+        }
+        let Some(expected) = expected else {
+            // Notifications and responses are acknowledged with 202 and no body.
+            return Ok(());
+        };
         let content_type = response
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        if !(200..300).contains(&status) {
-            // Only the start of an error body is read: it is for a message.
-            let mut body = Vec::new();
-            let _ = response
-                .body_mut()
-                .as_reader()
-                .take(ERROR_BODY_LIMIT)
-                .read_to_end(&mut body);
-            let body = String::from_utf8_lossy(&body);
-            // The reference SDK puts the reason in a JSON-RPC error body.
-            let reason = serde_json::from_str::<Value>(&body)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .map(excerpt)
-                })
-                .unwrap_or_else(|| excerpt(&body));
-            let session_gone = status == 404 && session.id.is_some();
-            let hint = if session_gone {
-                " (the server no longer knows this session)"
-            } else if status == 401 || status == 403 {
-                " (check the bearer token)"
-            } else {
-                ""
-            };
-            let error = self.error(format!(
-                "{} answered HTTP {status}{hint}: {reason}",
-                self.config.url
-            ));
-            return Err(if session_gone {
-                PostError::SessionGone {
-                    error,
-                    generation: session.generation,
-                }
-            } else {
-                PostError::Other(error)
-            });
-        }
-        let Some(expected) = expected else {
-            // Notifications and responses are acknowledged with 202 and no body.
-            return Ok(());
-        };
-        let max = usize::try_from(self.max_message_bytes).unwrap_or(usize::MAX);
         if content_type.starts_with("text/event-stream") {
-            let mut reader = BufReader::new(response.body_mut().as_reader());
-            let mut answered = false;
-            let mut too_large = false;
-            sse::read_events(&mut reader, max, |event| {
-                let data = match event {
-                    Event::TooLarge => {
-                        too_large = true;
-                        return false;
-                    }
-                    Event::Data(data) if data.trim().is_empty() => return true,
-                    Event::Data(data) => data,
-                };
-                let is_answer = serde_json::from_str::<Value>(data)
-                    .ok()
-                    .is_some_and(|v| v.get("id") == Some(&expected) && v.get("method").is_none());
-                deliver(data);
-                answered = is_answer;
-                !answered
-            })
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::TimedOut => self.timed_out(),
-                _ => self.error(format!(
-                    "the event stream from {} broke: {e}",
-                    self.config.url
-                )),
-            })?;
-            if too_large {
-                Err(self.too_large().into())
-            } else if answered {
-                Ok(())
-            } else {
-                Err(self
-                    .error(format!(
-                        "the event stream from {} ended without answering request {expected}",
-                        self.config.url
-                    ))
-                    .into())
-            }
+            self.read_stream(&mut response, &expected, deliver)
+                .map_err(PostError::Other)
         } else if content_type.starts_with("application/json") {
             let body = response
                 .body_mut()
@@ -295,6 +200,138 @@ impl HttpConnection {
                     self.config.url
                 ))
                 .into())
+        }
+    }
+
+    /// Sends one message with the session's headers.
+    fn send(
+        &self,
+        message: &Value,
+        session: &Session,
+    ) -> Result<ureq::http::Response<ureq::Body>, PostError> {
+        let mut request = self
+            .agent
+            .post(&self.config.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        for (name, value) in self.headers(session) {
+            request = request.header(name, value);
+        }
+        request
+            .config()
+            .timeout_global(Some(self.timeout))
+            .build()
+            .send(message.to_string())
+            .map_err(|e| self.transport_error(e).into())
+    }
+
+    /// Keeps the session id a response assigns, unless the session was
+    /// renewed meanwhile.
+    fn note_session(&self, response: &ureq::http::Response<ureq::Body>, session: &Session) {
+        let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return;
+        };
+        let mut current = self.session.lock();
+        if current.generation == session.generation {
+            current.id = Some(id.to_string());
+        }
+    }
+
+    /// The error for a response that is not a success, from the start of
+    /// its body (it is for a message); a 404 on a session means the server
+    /// forgot it.
+    fn refusal(
+        &self,
+        response: &mut ureq::http::Response<ureq::Body>,
+        status: u16,
+        session: &Session,
+    ) -> PostError {
+        let mut body = Vec::new();
+        let _ = response
+            .body_mut()
+            .as_reader()
+            .take(ERROR_BODY_LIMIT)
+            .read_to_end(&mut body);
+        let body = String::from_utf8_lossy(&body);
+        // The reference SDK puts the reason in a JSON-RPC error body.
+        let reason = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map(excerpt)
+            })
+            .unwrap_or_else(|| excerpt(&body));
+        let session_gone = status == 404 && session.id.is_some();
+        let hint = if session_gone {
+            " (the server no longer knows this session)"
+        } else if status == 401 || status == 403 {
+            " (check the bearer token)"
+        } else {
+            ""
+        };
+        let error = self.error(format!(
+            "{} answered HTTP {status}{hint}: {reason}",
+            self.config.url
+        ));
+        if session_gone {
+            PostError::SessionGone {
+                error,
+                generation: session.generation,
+            }
+        } else {
+            PostError::Other(error)
+        }
+    }
+
+    /// Reads an event stream until the answer to request `expected`,
+    /// delivering each message on the way (the server's own requests and
+    /// notifications too).
+    fn read_stream(
+        &self,
+        response: &mut ureq::http::Response<ureq::Body>,
+        expected: &Value,
+        deliver: &mut dyn FnMut(&str),
+    ) -> Result<()> {
+        let max = usize::try_from(self.max_message_bytes).unwrap_or(usize::MAX);
+        let mut reader = BufReader::new(response.body_mut().as_reader());
+        let (mut answered, mut too_large) = (false, false);
+        sse::read_events(&mut reader, max, |event| {
+            let data = match event {
+                Event::TooLarge => {
+                    too_large = true;
+                    return false;
+                }
+                Event::Data(data) if data.trim().is_empty() => return true,
+                Event::Data(data) => data,
+            };
+            let is_answer = serde_json::from_str::<Value>(data)
+                .ok()
+                .is_some_and(|v| v.get("id") == Some(expected) && v.get("method").is_none());
+            deliver(data);
+            answered = is_answer;
+            !answered
+        })
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => self.timed_out(),
+            _ => self.error(format!(
+                "the event stream from {} broke: {e}",
+                self.config.url
+            )),
+        })?;
+        if too_large {
+            Err(self.too_large())
+        } else if answered {
+            Ok(())
+        } else {
+            Err(self.error(format!(
+                "the event stream from {} ended without answering request {expected}",
+                self.config.url
+            )))
         }
     }
 

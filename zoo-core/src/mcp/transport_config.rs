@@ -187,17 +187,54 @@ impl McpTransport {
         HttpTransport::new(url)
     }
 
-    /// Parses the JSON description; the error names what is wrong.
+    /// Parses the JSON description: `{"type": "stdio" | "http", ...}`, or
+    /// without `type`, the kind its `command` (stdio) or `url` (Streamable
+    /// HTTP) says. Every front door passes its description here, so a
+    /// wrong one gets the same error everywhere: `invalid_json` for text
+    /// that is not JSON, `invalid_argument` naming the key and its rule for
+    /// anything else.
     pub fn from_json(json: &str) -> Result<Self> {
-        let transport: McpTransport = serde_json::from_str(json)
+        let value: serde_json::Value = serde_json::from_str(json)
             .map_err(|e| Error::InvalidJson(format!("MCP transport: {e}")))?;
+        Self::from_value(&value)
+    }
+
+    /// [`from_json`](Self::from_json) on a parsed value.
+    pub fn from_value(value: &serde_json::Value) -> Result<Self> {
+        let object = value.as_object().ok_or_else(|| {
+            refused(
+                "the transport must be an object: {command, args?, env?, cwd?} (stdio) or \
+                 {url, bearer_token?, headers?} (Streamable HTTP)"
+                    .into(),
+            )
+        })?;
+        let stdio = kind_of(object)?;
+        let (allowed, kind) = if stdio {
+            (STDIO_KEYS, "a stdio")
+        } else {
+            (HTTP_KEYS, "an HTTP")
+        };
+        for (key, item) in object.iter().filter(|(key, _)| *key != "type") {
+            let Some((_, rule)) = allowed.iter().find(|(name, _)| name == key) else {
+                let names: Vec<String> = allowed.iter().map(|(n, _)| format!("`{n}`")).collect();
+                return Err(refused(format!(
+                    "unknown key `{key}` for {kind} server (expected {})",
+                    names.join(", ")
+                )));
+            };
+            rule.check(key, item).map_err(refused)?;
+        }
+        let mut tagged = object.clone();
+        tagged.insert("type".into(), (if stdio { "stdio" } else { "http" }).into());
+        let transport: McpTransport =
+            serde_json::from_value(tagged.into()).map_err(|e| refused(e.to_string()))?;
         transport.check()?;
         Ok(transport)
     }
 
     /// Rejects descriptions that could never work, before anything starts.
     pub fn check(&self) -> Result<()> {
-        let bad = |what: &str| Err(Error::InvalidArgument(format!("MCP transport: {what}")));
+        let bad = |what: &str| Err(refused(what.to_owned()));
         match self {
             McpTransport::Stdio(s) if s.command.trim().is_empty() => bad("`command` is empty"),
             McpTransport::Http(h)
@@ -208,8 +245,12 @@ impl McpTransport {
                     h.url
                 ))
             }
-            _ if self.timeout().is_zero() => bad("`timeout_ms` must be greater than 0"),
-            _ if self.max_message_bytes() == 0 => bad("`max_message_bytes` must be greater than 0"),
+            _ if self.timeout().is_zero() => {
+                bad("`timeout_ms` must be a positive integer (milliseconds), got 0")
+            }
+            _ if self.max_message_bytes() == 0 => {
+                bad("`max_message_bytes` must be a positive integer (bytes), got 0")
+            }
             _ => Ok(()),
         }
     }
@@ -239,6 +280,97 @@ impl McpTransport {
             McpTransport::Http(h) => format!("URL {}", h.url),
         }
     }
+}
+
+/// The keys of a stdio description and what each holds.
+const STDIO_KEYS: &[(&str, Rule)] = &[
+    ("command", Rule::Text),
+    ("args", Rule::Texts),
+    ("env", Rule::TextMap),
+    ("cwd", Rule::Text),
+    ("timeout_ms", Rule::Milliseconds),
+    ("max_message_bytes", Rule::Bytes),
+];
+
+/// The keys of a Streamable HTTP description and what each holds.
+const HTTP_KEYS: &[(&str, Rule)] = &[
+    ("url", Rule::Text),
+    ("bearer_token", Rule::Text),
+    ("headers", Rule::TextMap),
+    ("timeout_ms", Rule::Milliseconds),
+    ("max_message_bytes", Rule::Bytes),
+];
+
+/// What one key of a description must hold.
+#[derive(Clone, Copy)]
+enum Rule {
+    Text,
+    Texts,
+    TextMap,
+    Milliseconds,
+    Bytes,
+}
+
+impl Rule {
+    /// Why `value` breaks the rule, naming `key` (or the entry of it).
+    fn check(self, key: &str, value: &serde_json::Value) -> std::result::Result<(), String> {
+        let positive = value.as_u64().is_some_and(|n| n >= 1);
+        match self {
+            Rule::Text if value.is_string() => Ok(()),
+            Rule::Text => Err(format!("`{key}` must be a string")),
+            Rule::Texts
+                if value
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|v| v.is_string())) =>
+            {
+                Ok(())
+            }
+            Rule::Texts => Err(format!("`{key}` must be an array of strings")),
+            Rule::TextMap => {
+                let entries = value
+                    .as_object()
+                    .ok_or_else(|| format!("`{key}` must be an object of strings"))?;
+                match entries.iter().find(|(_, v)| !v.is_string()) {
+                    Some((name, _)) => Err(format!("`{key}.{name}` must be a string")),
+                    None => Ok(()),
+                }
+            }
+            Rule::Milliseconds if positive => Ok(()),
+            Rule::Milliseconds => Err(format!(
+                "`{key}` must be a positive integer (milliseconds), got {value}"
+            )),
+            Rule::Bytes if positive => Ok(()),
+            Rule::Bytes => Err(format!(
+                "`{key}` must be a positive integer (bytes), got {value}"
+            )),
+        }
+    }
+}
+
+/// Whether a description is of a stdio server (else Streamable HTTP): its
+/// `type`, or without one, which of `command` and `url` it has.
+fn kind_of(object: &serde_json::Map<String, serde_json::Value>) -> Result<bool> {
+    match object.get("type").map(|t| t.as_str()) {
+        Some(Some("stdio")) => Ok(true),
+        Some(Some("http" | "streamable_http")) => Ok(false),
+        Some(other) => Err(refused(format!(
+            "`type` must be \"stdio\" or \"http\", got {}",
+            other.map_or_else(|| object["type"].to_string(), |t| format!("\"{t}\""))
+        ))),
+        None => match (object.contains_key("command"), object.contains_key("url")) {
+            (true, false) => Ok(true),
+            (false, true) => Ok(false),
+            _ => Err(refused(
+                "the transport needs exactly one of `command` (stdio) or `url` (Streamable HTTP)"
+                    .into(),
+            )),
+        },
+    }
+}
+
+/// A description that cannot work: `invalid_argument`, saying why.
+fn refused(why: String) -> Error {
+    Error::InvalidArgument(format!("MCP transport: {why}"))
 }
 
 impl From<StdioTransport> for McpTransport {
@@ -311,5 +443,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("max_message_bytes"), "{e}");
+    }
+
+    #[test]
+    fn the_kind_follows_command_or_url_and_every_error_names_its_key() {
+        let t = McpTransport::from_json(r#"{"command":"x","args":["-v"]}"#).unwrap();
+        assert!(matches!(t, McpTransport::Stdio(ref s) if s.args == ["-v"]));
+        let t = McpTransport::from_json(r#"{"url":"https://host/mcp"}"#).unwrap();
+        assert!(matches!(t, McpTransport::Http(_)));
+        let error = |json: &str| {
+            let e = McpTransport::from_json(json).unwrap_err();
+            assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{json}");
+            e.to_string()
+        };
+        let prefix = "invalid argument: MCP transport: ";
+        for (json, why) in [
+            ("[]", "the transport must be an object"),
+            ("{}", "the transport needs exactly one of `command` (stdio) or `url`"),
+            (r#"{"command":"x","url":"http://h"}"#, "exactly one of"),
+            (r#"{"command":"x","bearer_token":"t"}"#, "unknown key `bearer_token` for a stdio server (expected `command`, `args`, `env`, `cwd`, `timeout_ms`, `max_message_bytes`)"),
+            (r#"{"url":"http://h","args":[]}"#, "unknown key `args` for an HTTP server"),
+            (r#"{"command":"x","args":"-v"}"#, "`args` must be an array of strings"),
+            (r#"{"command":"x","env":{"N":1}}"#, "`env.N` must be a string"),
+            (r#"{"command":"x","timeout_ms":1.5}"#, "`timeout_ms` must be a positive integer (milliseconds), got 1.5"),
+            (r#"{"url":"http://h","max_message_bytes":"1"}"#, "`max_message_bytes` must be a positive integer (bytes), got \"1\""),
+            (r#"{"type":7,"command":"x"}"#, "`type` must be \"stdio\" or \"http\", got 7"),
+            (r#"{"type":"stdio"}"#, "missing field `command`"),
+        ] {
+            let got = error(json);
+            assert!(got.starts_with(prefix) && got.contains(why), "{json}: {got}");
+        }
+        let e = McpTransport::from_json("{").unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidJson);
     }
 }

@@ -33,7 +33,7 @@ use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// The text of the model's BOS and EOS tokens (e.g. `<s>` and `</s>`),
 /// passed to templates as `bos_token` and `eos_token`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SpecialTokens {
     /// Beginning-of-sequence token text.
     pub bos: String,
@@ -41,8 +41,10 @@ pub struct SpecialTokens {
     pub eos: String,
 }
 
-/// What a GGUF file says about how to prompt its model.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a GGUF file says about how to prompt its model. Its JSON (the
+/// same in every front door; Node's keys in camelCase) is
+/// [`to_json`](Self::to_json)'s.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ModelMetadata {
     /// `tokenizer.chat_template`, the Hugging Face Jinja template.
     pub chat_template: Option<String>,
@@ -52,6 +54,13 @@ pub struct ModelMetadata {
     pub name: Option<String>,
     /// The BOS/EOS token texts.
     pub special: SpecialTokens,
+}
+
+impl ModelMetadata {
+    /// `{"chat_template", "architecture", "name", "special": {"bos", "eos"}}`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("ModelMetadata serializes")
+    }
 }
 
 /// A prompt format family. Decides the built-in template used when there is

@@ -532,21 +532,19 @@ fn call_ids_stay_unique_after_a_restored_history() {
 #[test]
 fn a_restored_history_that_cannot_take_a_new_message_is_rejected() {
     let agent = agent_on(&MockBackend::new());
-    agent.set_history(vec![Message::user("kept")]).unwrap_err();
-    let error = agent
+    // An unanswered user message at the end is taken: the next chat adds
+    // its message to it (and continue_chat would answer it alone).
+    agent
         .set_history(vec![
             Message::user("hi"),
             Message::assistant("hello"),
             Message::user("unanswered"),
         ])
-        .unwrap_err();
-    assert_eq!(error.code(), ErrorCode::InvalidMessageSequence);
-    assert_eq!(
-        error.to_string(),
-        "invalid message sequence: the history ends with a user message that has no reply; \
-         a restored history must end with the assistant's reply or a tool result \
-         (leave the unanswered message out and send it again as a chat)"
-    );
+        .unwrap();
+    let r = agent.chat("and this", ChatOptions::new()).wait().unwrap();
+    assert_eq!(r.text, "echo: unanswered\n\nand this");
+    assert_eq!(agent.history().len(), 4);
+    agent.clear_history().unwrap();
     let call = ToolCall {
         id: "call_1".into(),
         name: "get_weather".into(),

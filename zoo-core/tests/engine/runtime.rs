@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
+use zoo_core::backend::{GenerateRequest, Generation};
+use zoo_core::tools::ToolCallFormat;
 use zoo_core::{
-    AgentEvent, CancelToken, ChatOptions, ErrorCode, EventKind, MockBackend, MockReply, Role,
-    StopReason, Tool,
+    AgentEvent, Backend, CancelToken, ChatOptions, ErrorCode, EventKind, MockBackend, MockReply,
+    Role, StopReason, Tool,
 };
 
 use super::agent_on;
@@ -189,7 +191,7 @@ fn chats_and_agents_have_their_own_ids() {
 }
 
 #[test]
-fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
+fn a_steer_from_another_thread_ends_the_reply_at_once_and_is_answered_in_the_same_chat() {
     let mock = MockBackend::with_script([
         MockReply::text("a long first answer with many words"),
         MockReply::text("corrected answer"),
@@ -204,14 +206,14 @@ fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
     let (events, options) = recorder();
     let handle = agent.chat(
         "question",
-        options.on_token(move |_| {
+        options.on_token(move |piece| {
             if let Some((tx, done)) = gate.lock().unwrap().take() {
-                let _ = tx.send(());
+                let _ = tx.send(piece.to_string());
                 let _ = done.recv_timeout(PROMPTLY);
             }
         }),
     );
-    token_seen
+    let first = token_seen
         .recv_timeout(PROMPTLY)
         .expect("the reply streams");
     let steerer = Arc::clone(&agent);
@@ -221,12 +223,14 @@ fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
     steered.send(()).unwrap();
     let response = handle.wait().unwrap();
     assert_eq!(response.text, "corrected answer");
+    assert_eq!(response.metrics.iterations, 2);
     let events = events.lock().unwrap();
     assert_well_formed(&events, StopReason::Stop);
     assert!(events.iter().any(|e| e.kind
         == EventKind::SteeringReceived {
             message: "be brief".into()
         }));
+    // The reply ended at the token it had streamed; what it said is kept.
     let history: Vec<(Role, String)> = agent
         .history()
         .into_iter()
@@ -236,12 +240,82 @@ fn a_steer_from_another_thread_during_a_reply_is_answered_in_the_same_chat() {
         history,
         [
             (Role::User, "question".into()),
-            (
-                Role::Assistant,
-                "a long first answer with many words".into()
-            ),
+            (Role::Assistant, first),
             (Role::User, "be brief".into()),
             (Role::Assistant, "corrected answer".into()),
+        ]
+    );
+}
+
+/// The mock, except that its first reply says nothing until its token is
+/// cancelled, and reports when it has begun.
+struct SilentFirstReply {
+    inner: MockBackend,
+    began: Option<mpsc::Sender<()>>,
+}
+
+impl Backend for SilentFirstReply {
+    fn generate(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> zoo_core::Result<Generation> {
+        if let Some(began) = self.began.take() {
+            began.send(()).unwrap();
+            assert!(cancel.wait(Some(PROMPTLY)), "a steer ends the reply");
+        }
+        self.inner.generate(request, on_piece, cancel)
+    }
+
+    fn count_tokens(&mut self, message: &zoo_core::Message) -> zoo_core::Result<u32> {
+        self.inner.count_tokens(message)
+    }
+
+    fn context_size(&self) -> u32 {
+        self.inner.context_size()
+    }
+
+    fn tool_call_format(&self) -> ToolCallFormat {
+        self.inner.tool_call_format()
+    }
+}
+
+#[test]
+fn a_steer_before_the_reply_says_anything_joins_the_users_message() {
+    let mock = MockBackend::with_script([
+        MockReply::text("never said"),
+        MockReply::text("both answered"),
+    ]);
+    let (began, reply_began) = mpsc::channel();
+    let backend = SilentFirstReply {
+        inner: mock.clone(),
+        began: Some(began),
+    };
+    let agent = zoo_core::Agent::with_backend(backend, zoo_core::Config::default()).unwrap();
+    let (events, options) = recorder();
+    let handle = agent.chat("question", options);
+    reply_began
+        .recv_timeout(PROMPTLY)
+        .expect("the reply begins");
+    agent.steer("and be brief");
+    let response = handle.wait().unwrap();
+    assert_eq!(response.text, "both answered");
+    assert_eq!(response.metrics.iterations, 2);
+    assert_well_formed(&events.lock().unwrap(), StopReason::Stop);
+    let joined = "question\n\nand be brief";
+    let last_prompt = mock.calls().pop().unwrap().messages;
+    assert_eq!(last_prompt.last().unwrap().content, joined);
+    let history: Vec<(Role, String)> = agent
+        .history()
+        .into_iter()
+        .map(|m| (m.role, m.content))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (Role::User, joined.into()),
+            (Role::Assistant, "both answered".into())
         ]
     );
 }

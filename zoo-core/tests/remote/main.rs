@@ -8,6 +8,7 @@
 mod anthropic;
 mod fake_server;
 mod gemini;
+mod subagent;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

@@ -43,7 +43,7 @@ pub use settings::{
     AnthropicProvider, GeminiProvider, MaxTokensField, OpenAiProvider, ThinkingLevel,
     ANTHROPIC_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, GEMINI_BASE_URL,
 };
-pub(crate) use settings::{ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS};
+pub(crate) use settings::{ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS, THINKING_RULE, TYPE_RULE};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! `edit_file`: replaces one exact piece of a text file.
 
 use std::io::Read;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -37,7 +38,7 @@ fn edit(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value, ctx: &ToolCon
     let path = str_arg(args, "path")?;
     let old = str_arg(args, "old_text")?;
     let new = str_arg(args, "new_text")?;
-    let content = read_text(ws, path)?;
+    let (real, content) = read_text(ws, path)?;
     match content.matches(old).count() {
         0 => return Err(no_match(path, &content, old)),
         1 => {}
@@ -48,7 +49,9 @@ fn edit(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value, ctx: &ToolCon
         }
     }
     confirmed(confirm, "edit_file", args, ctx)?;
-    write_text(ws, path, &content.replacen(old, new, 1))?;
+    // The file checked and read above; if it was swapped for a symlink while
+    // the host was asked, the open refuses it.
+    write_text(ws, path, &real, &content.replacen(old, new, 1))?;
     // The line the replaced text began on, counted from 1.
     let at = content.find(old).unwrap_or(0);
     let line = content[..at].matches('\n').count() + 1;
@@ -56,8 +59,12 @@ fn edit(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value, ctx: &ToolCon
         .with_details(json!({"path": path, "line": line})))
 }
 
-fn read_text(ws: &Workspace, path: &str) -> std::result::Result<String, String> {
-    let file = ws.open_read(path).map_err(|e| e.to_string())?;
+/// The file's canonical path and its text.
+fn read_text(ws: &Workspace, path: &str) -> std::result::Result<(PathBuf, String), String> {
+    let real = ws.resolve_existing(path).map_err(|e| e.to_string())?;
+    let file = ws
+        .open_resolved_read(path, &real)
+        .map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     file.take(MAX_WHOLE_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -67,7 +74,8 @@ fn read_text(ws: &Workspace, path: &str) -> std::result::Result<String, String> 
             "'{path}' is over 1 MB; edit_file works on smaller files"
         ));
     }
-    String::from_utf8(bytes).map_err(|_| format!("'{path}' is not UTF-8 text"))
+    let text = String::from_utf8(bytes).map_err(|_| format!("'{path}' is not UTF-8 text"))?;
+    Ok((real, text))
 }
 
 /// The error for zero matches: the file's line most like `old`'s first line.

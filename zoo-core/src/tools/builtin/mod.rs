@@ -11,9 +11,12 @@
 
 #[cfg(unix)]
 pub mod bash;
+#[cfg(unix)]
+mod beneath;
 pub mod edit_file;
 pub mod list_files;
 pub mod read_file;
+mod refused;
 pub mod search;
 pub mod walk;
 pub mod workspace;

@@ -28,13 +28,26 @@ pub enum Cut {
 }
 
 /// Walks `start` (inside `root`) to `depth`, calling `visit` with each
-/// entry's path relative to `root` until it returns false or `cancel` is
-/// set.
+/// entry's path relative to `root` until it returns false, `cancel` is set
+/// or [`WALK_TIME_LIMIT`] has passed.
 pub fn walk(
     root: &Path,
     start: &Path,
     depth: Option<usize>,
     cancel: &CancelToken,
+    visit: impl FnMut(&DirEntry, &str) -> bool,
+) -> Option<Cut> {
+    walk_within(root, start, depth, cancel, WALK_TIME_LIMIT, visit)
+}
+
+/// [`walk`] with another time bound (a test's short one): the walk ends
+/// before the first entry met once `time_limit` has passed.
+pub fn walk_within(
+    root: &Path,
+    start: &Path,
+    depth: Option<usize>,
+    cancel: &CancelToken,
+    time_limit: Duration,
     mut visit: impl FnMut(&DirEntry, &str) -> bool,
 ) -> Option<Cut> {
     let started = Instant::now();
@@ -50,7 +63,7 @@ pub fn walk(
         if cancel.is_cancelled() {
             return Some(Cut::Stopped);
         }
-        if started.elapsed() > WALK_TIME_LIMIT {
+        if started.elapsed() > time_limit {
             return Some(Cut::Time);
         }
         if entry.depth() == 0 {

@@ -5,61 +5,17 @@
 //! with the same rights can still reach anything those rights allow (and
 //! `bash` is not confined by it at all).
 
-use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
+#[cfg(unix)]
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
+#[cfg(unix)]
+use super::beneath::{self, Access};
+pub use super::refused::{PathRefused, MAX_NAME_BYTES, MAX_PATH_BYTES};
+
 use crate::error::{Error, Result};
-
-/// Longest path (in bytes) a tool may name; Linux's PATH_MAX.
-pub const MAX_PATH_BYTES: usize = 4096;
-/// Longest single name in a path; the common file-system limit.
-pub const MAX_NAME_BYTES: usize = 255;
-
-/// Why a path was refused. Its text is what the model reads as the tool error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathRefused {
-    /// The path was empty.
-    Empty,
-    /// The path holds a NUL, newline or other control character.
-    ControlCharacter,
-    /// The path, or one name in it, is longer than the limits above.
-    TooLong,
-    /// The path resolves (through `..`, an absolute path or a symlink) to a
-    /// place outside the workspace.
-    OutsideWorkspace(String),
-    /// The path does not exist (for reading).
-    NotFound(String),
-    /// Another I/O error while resolving or opening the path.
-    Io(String),
-}
-
-impl fmt::Display for PathRefused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PathRefused::Empty => write!(f, "the path is empty"),
-            PathRefused::ControlCharacter => {
-                write!(
-                    f,
-                    "the path contains a NUL, newline or other control character"
-                )
-            }
-            PathRefused::TooLong => write!(
-                f,
-                "the path is too long (at most {MAX_PATH_BYTES} bytes, {MAX_NAME_BYTES} per name)"
-            ),
-            PathRefused::OutsideWorkspace(p) => write!(
-                f,
-                "'{p}' is outside the workspace; only paths inside the workspace root can be used"
-            ),
-            PathRefused::NotFound(p) => write!(f, "'{p}' does not exist in the workspace"),
-            PathRefused::Io(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-impl std::error::Error for PathRefused {}
 
 /// A workspace root: an existing folder, held canonicalized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,37 +100,88 @@ impl Workspace {
 
     /// Opens for reading a path resolved earlier by [`Self::resolve_existing`]
     /// (`path` is the name the model gave, for messages). Whatever was swapped
-    /// in since the check, the opened file must be inside the root.
+    /// in since the check, the opened file must be inside the root: see
+    /// [`Self::open_resolved_write`].
     pub fn open_resolved_read(
         &self,
         path: &str,
         real: &Path,
     ) -> std::result::Result<File, PathRefused> {
-        let file = File::open(real).map_err(|e| not_found_or_io(path, &e))?;
+        #[cfg(unix)]
+        return self.open_beneath(path, real, Access::Read);
+        #[cfg(not(unix))]
+        return self.open_whole(path, real, false);
+    }
+
+    /// Opens (creating it and its missing parent folders) a file for
+    /// writing, emptied once it is known to be inside.
+    pub fn open_write(&self, path: &str) -> std::result::Result<File, PathRefused> {
+        let real = self.resolve_for_write(path)?;
+        self.open_resolved_write(path, &real)
+    }
+
+    /// Opens for writing a path resolved earlier by
+    /// [`Self::resolve_for_write`] or [`Self::resolve_existing`], creating
+    /// missing folders and the file, then empties it.
+    ///
+    /// A folder or the file swapped for a symlink since the check is refused
+    /// ([`PathRefused::Swapped`]) and nothing is created or changed outside
+    /// the root: on Unix the folders are opened one name at a time from the
+    /// root without following symlinks and the file is opened relative to
+    /// its folder, whose real place is checked first (on Linux); on other
+    /// systems the path is opened whole and only the check made before holds.
+    pub fn open_resolved_write(
+        &self,
+        path: &str,
+        real: &Path,
+    ) -> std::result::Result<File, PathRefused> {
+        #[cfg(unix)]
+        let file = self.open_beneath(path, real, Access::Write)?;
+        #[cfg(not(unix))]
+        let file = self.open_whole(path, real, true)?;
+        file.set_len(0).map_err(|e| io_error(path, &e))?;
+        Ok(file)
+    }
+
+    #[cfg(unix)]
+    fn open_beneath(
+        &self,
+        path: &str,
+        real: &Path,
+        access: Access,
+    ) -> std::result::Result<File, PathRefused> {
+        let rel = real.strip_prefix(&self.root).map_err(|_| outside(path))?;
+        let (dir, name) = beneath::open_parent(&self.root, rel, path, access)?;
+        // A folder on the way may have been moved out of the root (a rename
+        // is no symlink): where the opened folder is now is what counts.
+        self.check_opened(path, &dir)?;
+        let file = beneath::open_file(&dir, name, path, access)?;
         self.check_opened(path, &file)?;
         Ok(file)
     }
 
-    /// Opens (creating if needed, never truncating before the check) a file
-    /// for writing, with its parent folders created; the opened file is
-    /// checked to be inside before it is emptied.
-    pub fn open_write(&self, path: &str) -> std::result::Result<File, PathRefused> {
-        let real = self.resolve_for_write(path)?;
+    /// Without `openat` and `O_NOFOLLOW` the path is opened whole: only the
+    /// check made before holds.
+    #[cfg(not(unix))]
+    fn open_whole(
+        &self,
+        path: &str,
+        real: &Path,
+        write: bool,
+    ) -> std::result::Result<File, PathRefused> {
+        self.inside(path, real.to_path_buf())?;
+        if !write {
+            return File::open(real).map_err(|e| not_found_or_io(path, &e));
+        }
         if let Some(parent) = real.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error(path, &e))?;
-            // The parents might have been swapped for a symlink meanwhile.
-            let parent_real = parent.canonicalize().map_err(|e| io_error(path, &e))?;
-            self.inside(path, parent_real)?;
         }
-        let file = OpenOptions::new()
+        std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&real)
-            .map_err(|e| io_error(path, &e))?;
-        self.check_opened(path, &file)?;
-        file.set_len(0).map_err(|e| io_error(path, &e))?;
-        Ok(file)
+            .open(real)
+            .map_err(|e| io_error(path, &e))
     }
 
     fn join(&self, path: &str) -> std::result::Result<PathBuf, PathRefused> {
@@ -201,19 +208,22 @@ impl Workspace {
         }
     }
 
-    /// Where the kernel says an open file is, on Linux through /proc; other
-    /// systems keep the check made before opening.
-    fn check_opened(&self, path: &str, file: &File) -> std::result::Result<(), PathRefused> {
+    /// Where the kernel says an open file or folder is, on Linux through
+    /// /proc. Without /proc (a chroot that lacks it) the name-by-name open
+    /// still refused every symlink on the way; only a folder renamed out of
+    /// the root during the open would go unseen, so the check is skipped
+    /// rather than refusing every file.
+    #[cfg(unix)]
+    fn check_opened(&self, path: &str, fd: &impl AsRawFd) -> std::result::Result<(), PathRefused> {
         #[cfg(target_os = "linux")]
         {
-            use std::os::fd::AsRawFd;
-            let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+            let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
             if let Ok(real) = std::fs::read_link(link) {
                 self.inside(path, real)?;
             }
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = (path, file);
+        let _ = (path, fd);
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! `write_file`: writes a whole file, creating its parent folders.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -34,19 +35,27 @@ pub fn tool(ws: Arc<Workspace>, confirm: Option<ConfirmFn>) -> Result<Tool> {
 fn write(ws: &Workspace, confirm: &Option<ConfirmFn>, args: &Value, ctx: &ToolContext) -> Outcome {
     let path = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
+    // Checked before the host is asked: nobody is asked about a path that
+    // would be refused. Whatever changes while they answer is caught when
+    // the file is opened.
+    let real = ws.resolve_for_write(path).map_err(|e| e.to_string())?;
     confirmed(confirm, "write_file", args, ctx)?;
-    write_text(ws, path, content)?;
+    write_text(ws, path, &real, content)?;
     let text = format!("wrote {} bytes to {path}", content.len());
     Ok(ToolOutput::text(text).with_details(json!({"path": path, "bytes": content.len()})))
 }
 
-/// Replaces `path`'s content (shared with `edit_file`).
+/// Replaces the content of `path`, resolved earlier to `real` (shared with
+/// `edit_file`).
 pub(super) fn write_text(
     ws: &Workspace,
     path: &str,
+    real: &Path,
     content: &str,
 ) -> std::result::Result<(), String> {
-    let mut file = ws.open_write(path).map_err(|e| e.to_string())?;
+    let mut file = ws
+        .open_resolved_write(path, real)
+        .map_err(|e| e.to_string())?;
     file.write_all(content.as_bytes())
         .map_err(|e| format!("'{path}': {e}"))
 }
