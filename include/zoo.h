@@ -548,6 +548,12 @@ typedef struct zoo_chat_callbacks {
    * Frees `user_data`.
    */
   zoo_free_fn free_user_data;
+  /**
+   * Streamed reasoning of a model that reasons before it answers
+   * (`<think>`, gpt-oss's analysis channel), as `on_token` streams text:
+   * never part of the text, and in the response's `thinking`.
+   */
+  zoo_token_fn on_thinking;
 } zoo_chat_callbacks;
 
 /**

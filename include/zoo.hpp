@@ -122,6 +122,7 @@ struct ChatOptions {
     std::optional<std::string> rag_context; ///< shown for this turn only
     TokenFn on_token;                       ///< streamed reply text
     EventFn on_event;                       ///< progress events (JSON)
+    TokenFn on_thinking;                    ///< streamed reasoning (never in the text)
 };
 
 /* ---- JSON helpers ---- */
@@ -212,6 +213,7 @@ inline const char *c_str_or_null(const std::string &s) { return s.empty() ? null
  * free_user_data exactly once. */
 struct ChatState {
     TokenFn on_token;
+    TokenFn on_thinking;
     EventFn on_event;
     CompleteFn on_complete;
 
@@ -257,6 +259,16 @@ struct ChatState {
         }
     }
 
+    static void thinking(void *user_data, const char *text, size_t len) noexcept {
+        ChatState &s = of(user_data);
+        if (!s.on_thinking || s.failed()) return;
+        try {
+            s.on_thinking(std::string_view(text, len));
+        } catch (...) {
+            s.fail();
+        }
+    }
+
     static void event(void *user_data, const char *json, size_t len) noexcept {
         ChatState &s = of(user_data);
         if (!s.on_event || s.failed()) return;
@@ -287,6 +299,7 @@ struct ChatState {
         cb.on_complete = self->on_complete ? &ChatState::complete : nullptr;
         cb.user_data = new std::shared_ptr<ChatState>(self);
         cb.free_user_data = &ChatState::release;
+        cb.on_thinking = self->on_thinking ? &ChatState::thinking : nullptr;
         return cb;
     }
 };
@@ -883,6 +896,7 @@ public:
     std::string chat(const std::string &message, const ChatOptions &options = {}) const {
         auto state = std::make_shared<detail::ChatState>();
         state->on_token = options.on_token;
+        state->on_thinking = options.on_thinking;
         state->on_event = options.on_event;
         state->agent = a_;
         zoo_chat_options copts = detail::c_options(options);
@@ -915,6 +929,7 @@ public:
                     CompleteFn on_complete = {}) const {
         auto state = std::make_shared<detail::ChatState>();
         state->on_token = options.on_token;
+        state->on_thinking = options.on_thinking;
         state->on_event = options.on_event;
         state->on_complete = std::move(on_complete);
         zoo_chat_options copts = detail::c_options(options);

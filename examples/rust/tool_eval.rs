@@ -8,18 +8,25 @@
 //! cargo run --release --example tool_eval                       # SmolLM2, report split
 //! cargo run --release --example tool_eval -- --split tune       # the cases thresholds are tuned on
 //! cargo run --release --example tool_eval -- --scores           # only the call-opening scores
-//! ZOO_MODEL=models/gemma-3-270m-it-Q8_0.gguf cargo run --release --example tool_eval
+//! cargo run --release --example tool_eval -- --mode auto        # one mode only
+//! ZOO_MODEL=models/gemma-3-270m-q4_k_m.gguf cargo run --release --example tool_eval
 //! ```
+//!
+//! `ZOO_EVAL_THREADS` sets the threads (default 2; 1 holds up better on a
+//! machine busy with other work, where two spinning threads wait on each
+//! other).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
+use zoo_core::backend::llama::ArgumentBias;
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
-    CancelToken, Config, LlamaBackend, Message, Model, ModelParams, ToolChoice, ToolDefinition,
+    CancelToken, Config, LlamaBackend, Message, Model, ModelParams, ToolCallFormat, ToolChoice,
+    ToolDefinition,
 };
 
 /// One prompt and what a right answer to it is.
@@ -157,20 +164,53 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|c| split == "all" || c.split == split)
         .collect();
 
+    let mode = args
+        .iter()
+        .position(|a| a == "--mode")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let threads = std::env::var("ZOO_EVAL_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(2);
     let model = Model::load(&path, ModelParams::default())?;
     let config = Config::default()
         .temperature(0.0)
         .context_size(4096)
-        .threads(2);
+        .threads(threads);
     let mut backend = LlamaBackend::new(&model, &config)?;
     // ZOO_EVAL_NAME_SCORING=0 measures greedy name choice, for comparison.
     backend.set_tool_name_scoring(std::env::var("ZOO_EVAL_NAME_SCORING").as_deref() != Ok("0"));
+    // ZOO_EVAL_FORMAT=hermes (or another format's name) overrides the
+    // detected call format, to compare formats on one model.
+    if let Ok(name) = std::env::var("ZOO_EVAL_FORMAT") {
+        let format: ToolCallFormat = serde_json::from_value(Value::from(name.as_str()))?;
+        backend.set_tool_call_format(format);
+    }
+    // ZOO_EVAL_BIAS=2,5 pulls argument values toward the question by 2
+    // logits and away from tool names by 5.
+    if let Ok(bias) = std::env::var("ZOO_EVAL_BIAS") {
+        let (toward, against) = bias.split_once(',').unwrap_or((bias.as_str(), "0"));
+        backend.set_argument_bias(ArgumentBias {
+            toward_question: toward.parse()?,
+            against_tool_names: against.parse()?,
+        });
+    }
+    // ZOO_EVAL_THRESHOLD=-6.5 fixes auto's call-or-prose threshold instead
+    // of the one calibrated on the model.
+    if let Ok(threshold) = std::env::var("ZOO_EVAL_THRESHOLD") {
+        backend.set_call_threshold(Some(threshold.parse()?));
+    }
+    println!("call format {:?}", backend.tool_call_format());
     let system = Message::system("You are a helpful assistant.");
     println!("model {path}, {} cases (split {split})", selected.len());
     if scores_only {
         return print_scores(&mut backend, &system, &sets, &selected);
     }
     for choice in [ToolChoice::Required, ToolChoice::Auto] {
+        if mode.as_deref().is_some_and(|m| m != choice.as_str()) {
+            continue;
+        }
         let mut tally = Tally::default();
         for case in &selected {
             let tools = &sets[&case.set];
@@ -214,6 +254,42 @@ fn print_scores(
             Some(_) => need.push(score),
             None => none.push(score),
         }
+        // Every candidate opening: each tool's call, and the format's own
+        // way of saying that none fits, when it has one.
+        let format = backend.tool_call_format();
+        let mut texts: Vec<String> = sets[&case.set]
+            .iter()
+            .map(|t| format.call_opening(&t.name))
+            .collect();
+        texts.extend(format.no_call().map(str::to_string));
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let scores = backend.reply_logprobs(&request, &refs)?;
+        let best = scores[..sets[&case.set].len()]
+            .iter()
+            .copied()
+            .fold(f32::NEG_INFINITY, f32::max);
+        let (best_tool, _) =
+            sets[&case.set]
+                .iter()
+                .zip(&scores)
+                .fold(("", f32::NEG_INFINITY), |acc, (t, s)| {
+                    if *s > acc.1 {
+                        (&t.name, *s)
+                    } else {
+                        acc
+                    }
+                });
+        println!(
+            "{:>6.2} best-call {:>6.2} ({best_tool}) none {:>6.2} | want {:?} | {}",
+            score,
+            best,
+            scores
+                .get(sets[&case.set].len())
+                .copied()
+                .unwrap_or(f32::NAN),
+            case.tool,
+            case.prompt
+        );
     }
     need.sort_by(f32::total_cmp);
     none.sort_by(f32::total_cmp);

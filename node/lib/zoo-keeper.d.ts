@@ -512,6 +512,8 @@ export interface Message {
   isError?: boolean
   /** A tool message's images: sent to providers that take them; a local model reads a placeholder line for each. */
   images?: ImageContent[]
+  /** An assistant message's reasoning, for a model that reasons before it answers (never part of `content`). */
+  thinking?: string
 }
 
 /** What a hook may return: a value or a Promise of it; undefined or null changes nothing. */
@@ -646,6 +648,8 @@ export type QueueMode = 'one_at_a_time' | 'all'
 export interface Response {
   /** The final reply's text. */
   text: string
+  /** The final reply's reasoning, for a model that reasons before it answers (never part of `text`). */
+  thinking?: string
   /** Why the chat ended. */
   stopReason: StopReason
   /** Every tool call executed or attempted, in order. */
@@ -714,8 +718,16 @@ export interface TokenItem {
   text: string
 }
 
-/** What `Agent.stream` yields: reply text and events, in order. */
-export type StreamItem = TokenItem | AgentEvent
+/** A piece of the model's streamed reasoning (never part of the text). */
+export interface ThinkingItem {
+  /** Always 'thinking'. */
+  type: 'thinking'
+  /** The piece of reasoning. */
+  text: string
+}
+
+/** What `Agent.stream` yields: reply text, reasoning and events, in order. */
+export type StreamItem = TokenItem | ThinkingItem | AgentEvent
 
 /** Per-chat options; each absent one keeps the agent's. */
 export interface ChatOptions {
@@ -744,6 +756,8 @@ export interface ChatOptions {
 export interface ChatCallbacks extends ChatOptions {
   /** Each piece of reply text, in order, all before the Promise settles. */
   onToken?: (text: string) => unknown
+  /** Each piece of the model's reasoning (a model that reasons before it answers), in order. */
+  onThinking?: (text: string) => unknown
   /** Progress events, in order with the tokens. */
   onEvent?: (event: AgentEvent) => unknown
 }

@@ -38,6 +38,7 @@ const {
 const TOKEN = 0
 const EVENT = 1
 const RESPONSE = 2
+const THINKING = 4
 
 // Agents still open when the process exits are closed then (the wait is
 // bounded: a tool stuck in user code must not hang the exit).
@@ -602,11 +603,11 @@ class Agent {
   }
 
   /**
-   * Starts a chat; `sink` receives token(text), event(event), done(error,
-   * response). `listens` says which of tokens and events anybody reads:
-   * the others are never sent across.
+   * Starts a chat; `sink` receives token(text), thinking(text),
+   * event(event), done(error, response). `listens` says which of tokens,
+   * thinking and events anybody reads: the others are never sent across.
    */
-  #start(message, options, sink, listens = { tokens: true, events: true }, regenerate = false) {
+  #start(message, options, sink, listens = { tokens: true, thinking: true, events: true }, regenerate = false) {
     // null continues the history as it stands (or regenerates its last answer).
     if (message !== null && typeof message !== 'string') throw invalid('the message must be a string')
     const { signal, toolChoice, maxTokens, ragContext, maxTurns, maxTotalTokens, maxDurationMs, hooks } = options
@@ -627,6 +628,8 @@ class Agent {
         const kind = kinds[i]
         if (kind === TOKEN) {
           sink.token(texts[i])
+        } else if (kind === THINKING) {
+          sink.thinking(texts[i])
         } else if (kind === EVENT) {
           sink.event(toEvent(JSON.parse(texts[i])))
         } else {
@@ -654,7 +657,7 @@ class Agent {
         }
       }
     }
-    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null, regenerate, chatHooks === null ? null : wrapHooks(chatHooks), hookNames))
+    chat = native(() => this.#native.chat(message, safeDrain, listens.tokens, listens.events, toolChoice ?? null, maxTokens ?? null, ragContext ?? null, maxTurns ?? null, maxTotalTokens ?? null, maxDurationMs ?? null, regenerate, chatHooks === null ? null : wrapHooks(chatHooks), hookNames, listens.thinking))
     if (signal) {
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })
@@ -699,8 +702,9 @@ class Agent {
 
   #answer(message, options, regenerate) {
     return new Promise((resolve, reject) => {
-      const { onToken, onEvent, ...rest } = checkObject(options, 'chat options')
+      const { onToken, onThinking, onEvent, ...rest } = checkObject(options, 'chat options')
       if (onToken !== undefined && typeof onToken !== 'function') throw invalid('`onToken` must be a function')
+      if (onThinking !== undefined && typeof onThinking !== 'function') throw invalid('`onThinking` must be a function')
       if (onEvent !== undefined && typeof onEvent !== 'function') throw invalid('`onEvent` must be a function')
       let callbackError = null
       let chat = null
@@ -736,6 +740,7 @@ class Agent {
       }
       chat = this.#start(message, rest, {
         token: (text) => run(onToken, text),
+        thinking: (text) => run(onThinking, text),
         event: (event) => run(onEvent, event),
         done: (error, response) => {
           finish = () => {
@@ -746,13 +751,14 @@ class Agent {
           }
           if (outstanding === 0) finish()
         },
-      }, { tokens: onToken !== undefined, events: onEvent !== undefined }, regenerate)
+      }, { tokens: onToken !== undefined, thinking: onThinking !== undefined, events: onEvent !== undefined }, regenerate)
     })
   }
 
   /**
-   * Iterates over the reply as it is made: `{type: 'token', text}` items
-   * and events (`{type: 'tool_call_started', ...}`, ...). `.response`
+   * Iterates over the reply as it is made: `{type: 'token', text}` items,
+   * `{type: 'thinking', text}` items for the reasoning of a model that
+   * reasons before it answers, and events (`{type: 'tool_call_started', ...}`, ...). `.response`
    * resolves to the Response. Leaving the loop early cancels the chat.
    */
   stream(message, options) {
@@ -971,6 +977,7 @@ class ChatStream {
     this.response.catch(() => {})
     const sink = {
       token: (text) => this.#push({ type: 'token', text }),
+      thinking: (text) => this.#push({ type: 'thinking', text }),
       event: (event) => this.#push(event),
       done: (error, response) => {
         this.#finished = { error, response }

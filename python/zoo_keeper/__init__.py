@@ -43,7 +43,7 @@ from ._native import (
     ZooIOError,
     __version__,
 )
-from ._response import Event, Metrics, Response, Token, ToolCallRecord, ToolErrorRecord, Usage
+from ._response import Event, Metrics, Response, Thinking, Token, ToolCallRecord, ToolErrorRecord, Usage
 from ._schema import function_schema
 from ._session import SessionStore
 from ._tool_context import ToolContext
@@ -80,6 +80,7 @@ __all__ = [
     "SessionStore",
     "Rewrite",
     "TRACE",
+    "Thinking",
     "Token",
     "ToolCall",
     "ToolContext",

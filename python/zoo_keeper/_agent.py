@@ -18,7 +18,7 @@ from ._backend import Backend, backend_callbacks
 from ._mcp import McpServerInfo, transport_json
 from ._hooks import _HookMethods
 from ._native import InvalidArgumentError
-from ._response import Event, Response, Token
+from ._response import Event, Response, Thinking, Token
 from ._schema import context_parameter, convert_arguments, function_schema
 from ._tool_context import ToolContext
 
@@ -358,6 +358,7 @@ class Agent(_HookMethods):
         max_total_tokens: Optional[int] = None,
         max_duration_ms: Optional[int] = None,
         hooks: Optional[Mapping[str, Callable[..., Any]]] = None,
+        on_thinking: Optional[Callable[[str], Any]] = None,
     ) -> Response:
         """Sends a message and blocks until the reply is complete (the GIL is
         released meanwhile; Ctrl-C cancels). Callbacks run on the inference
@@ -366,12 +367,14 @@ class Agent(_HookMethods):
         agent's limits for this chat (0 keeps the agent's); past one, the
         chat ends with stop reason "limit". `hooks` (a mapping from the hook
         decorators' names to functions) run in this chat instead of the
-        agent's hooks; see `zoo_keeper._hooks`."""
+        agent's hooks; see `zoo_keeper._hooks`. `on_thinking` receives the
+        reasoning of a model that reasons before it answers, as it streams
+        (it is in `Response.thinking` too, never in the text)."""
         event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         payload = self._native.chat(
             message, on_token, event_cb, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
-            **self._start(hooks),
+            on_thinking=on_thinking, **self._start(hooks),
         )
         return Response.from_json(payload)
 
@@ -436,6 +439,7 @@ class Agent(_HookMethods):
         max_total_tokens: Optional[int] = None,
         max_duration_ms: Optional[int] = None,
         hooks: Optional[Mapping[str, Callable[..., Any]]] = None,
+        on_thinking: Optional[Callable[[str], Any]] = None,
     ) -> Response:
         """`chat` for asyncio. Cancelling the task cancels the chat."""
         loop = asyncio.get_running_loop()
@@ -459,7 +463,7 @@ class Agent(_HookMethods):
         chat = self._native.chat_start(
             message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
-            **self._start(hooks),
+            on_thinking=on_thinking, **self._start(hooks),
         )
         try:
             return await asyncio.shield(future)
@@ -468,13 +472,14 @@ class Agent(_HookMethods):
             raise
 
     def stream(self, message: str, **options: Any) -> "ChatStream":
-        """Iterates over the reply as it is made: `Token` items for text and
-        `Event` items for progress; `.response` holds the result afterwards.
-        Leaving the loop early cancels the chat."""
+        """Iterates over the reply as it is made: `Token` items for text,
+        `Thinking` items for the reasoning of a model that reasons before it
+        answers, and `Event` items for progress; `.response` holds the
+        result afterwards. Leaving the loop early cancels the chat."""
         return ChatStream(self, message, options)
 
-    async def astream(self, message: str, **options: Any) -> AsyncIterator[Union[Token, Event]]:
-        """`stream` for asyncio: an async iterator of `Token` and `Event`."""
+    async def astream(self, message: str, **options: Any) -> AsyncIterator[Union[Token, Thinking, Event]]:
+        """`stream` for asyncio: an async iterator of `Token`, `Thinking` and `Event`."""
         loop = asyncio.get_running_loop()
         items: "asyncio.Queue[Any]" = asyncio.Queue()
 
@@ -493,6 +498,7 @@ class Agent(_HookMethods):
             max_turns=options.get("max_turns"),
             max_total_tokens=options.get("max_total_tokens"),
             max_duration_ms=options.get("max_duration_ms"),
+            on_thinking=lambda text: put(Thinking(text)),
             **self._start(options.get("hooks")),
         )
         try:
@@ -623,10 +629,11 @@ class ChatStream:
             max_turns=options.get("max_turns"),
             max_total_tokens=options.get("max_total_tokens"),
             max_duration_ms=options.get("max_duration_ms"),
+            on_thinking=lambda text: put(Thinking(text)),
             **agent._start(options.get("hooks")),
         )
 
-    def __iter__(self) -> Iterator[Union[Token, Event]]:
+    def __iter__(self) -> Iterator[Union[Token, Thinking, Event]]:
         try:
             while True:
                 try:
@@ -655,7 +662,10 @@ _BY_CODE = {
 
 
 # The options every way of starting a chat takes, besides its callbacks.
-_CHAT_OPTIONS = {"tool_choice", "max_tokens", "rag_context", "max_turns", "max_total_tokens", "max_duration_ms", "hooks"}
+_CHAT_OPTIONS = {
+    "tool_choice", "max_tokens", "rag_context", "max_turns", "max_total_tokens", "max_duration_ms", "hooks",
+    "on_thinking",
+}
 
 
 def _error(code: int, message: str) -> Exception:

@@ -128,6 +128,7 @@ class NativeAgent:
         regenerate: bool = False,
         hooks: Optional[Callable[[str, str], Optional[str]]] = None,
         hook_names: List[str] = ...,
+        on_thinking: Optional[Callable[[str], Any]] = None,
     ) -> str: ...
     def chat_start(
         self,
@@ -144,6 +145,7 @@ class NativeAgent:
         regenerate: bool = False,
         hooks: Optional[Callable[[str, str], Optional[str]]] = None,
         hook_names: List[str] = ...,
+        on_thinking: Optional[Callable[[str], Any]] = None,
     ) -> NativeChat: ...
     def stop(self) -> None: ...
     def steer(self, text: str) -> None: ...

@@ -77,6 +77,9 @@ class Response:
     tool_errors: List[ToolErrorRecord]
     usage: Usage
     metrics: Metrics
+    thinking: Optional[str] = None
+    """The final reply's reasoning, for a model that reasons before it
+    answers (`<think>`, gpt-oss's analysis channel); never part of `text`."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -92,6 +95,7 @@ class Response:
             tool_errors=[_record(ToolErrorRecord, e) for e in data["tool_errors"]],
             usage=_record(Usage, data["usage"]),
             metrics=_record(Metrics, data["metrics"]),
+            thinking=data.get("thinking"),
             raw=data,
         )
 
@@ -99,6 +103,13 @@ class Response:
 @dataclass(frozen=True)
 class Token:
     """A piece of streamed reply text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """A piece of the model's streamed reasoning (never part of the text)."""
 
     text: str
 

@@ -76,6 +76,47 @@ void test_mock_chat_response(void) {
     zoo_agent_free(agent);
 }
 
+/* Reasoning (<think>...</think>) streams through on_thinking, never
+ * through on_token, and is the response's `thinking`. */
+static void append_thinking(void *user_data, const char *text, size_t len) {
+    char *buf = user_data;
+    size_t used = strlen(buf);
+    if (used + len < 256) {
+        memcpy(buf + used, text, len);
+        buf[used + len] = '\0';
+    }
+}
+
+static void append_token(void *user_data, const char *text, size_t len) {
+    append_thinking((char *)user_data + 256, text, len);
+}
+
+void test_mock_thinking(void) {
+    zoo_agent *agent = mock_agent_with(
+        NULL, "[\"<think>Two plus two is four.</think>\\n\\nThe answer is 4.\"]", 0);
+    REQUIRE(agent != NULL);
+    char bufs[512] = {0}; /* thinking, then text at +256 */
+    zoo_chat_callbacks cb = {0};
+    cb.on_thinking = append_thinking;
+    cb.on_token = append_token;
+    cb.user_data = bufs;
+    char *out = chat_ok(agent, "2+2?", NULL, &cb);
+    REQUIRE(out != NULL);
+    CHECK_JSON_STR(out, "text", "The answer is 4.");
+    CHECK_JSON_STR(out, "thinking", "Two plus two is four.");
+    CHECK_STR(bufs, "Two plus two is four.");
+    CHECKF(strstr(bufs + 256, "think") == NULL && strstr(bufs + 256, "The answer is 4.") != NULL,
+           "streamed text: %s", bufs + 256);
+    zoo_string_free(out);
+    char *history = NULL, *err = NULL;
+    CHECK_STATUS(zoo_agent_history_json(agent, &history, &err), ZOO_OK, err);
+    CHECKF(history && strstr(history, "\"thinking\":\"Two plus two is four.\""), "history: %s",
+           history ? history : "(null)");
+    zoo_string_free(history);
+    th_free_string(&err);
+    zoo_agent_free(agent);
+}
+
 /* The concatenated token callbacks equal the response's text, and events
  * arrive as JSON with a type. */
 void test_mock_streaming(void) {

@@ -32,6 +32,7 @@
     /* test_mock.c */                        \
     X(mock_chat_response, 10)                \
     X(mock_streaming, 10)                    \
+    X(mock_thinking, 10)                     \
     X(mock_tool_call, 10)                    \
     X(mock_tool_errors, 10)                  \
     X(mock_tool_validation, 10)              \

@@ -30,6 +30,27 @@ test('chat streams tokens and resolves to a typed response', async () => {
   assert.equal(agent.closed, true)
 })
 
+test('thinking streams apart from the text', async () => {
+  const reply = '<think>Two plus two is four.</think>\n\nThe answer is 4.'
+  const agent = await mockAgent([reply, reply])
+  const tokens = []
+  const thinking = []
+  const response = await agent.chat('2+2?', { onToken: (t) => tokens.push(t), onThinking: (t) => thinking.push(t) })
+  assert.equal(response.text, 'The answer is 4.')
+  assert.equal(response.thinking, 'Two plus two is four.')
+  assert.equal(thinking.join('').trim(), 'Two plus two is four.')
+  assert.equal(tokens.join('').trim(), 'The answer is 4.')
+  assert.equal(agent.history().at(-1).thinking, 'Two plus two is four.')
+  const items = []
+  const stream = agent.stream('again')
+  for await (const item of stream) items.push(item)
+  assert.equal(items.filter((i) => i.type === 'thinking').map((i) => i.text).join('').trim(), 'Two plus two is four.')
+  assert.ok(!items.filter((i) => i.type === 'token').map((i) => i.text).join('').includes('think'))
+  assert.equal((await stream.response).thinking, 'Two plus two is four.')
+  assert.equal((await agent.chat('plain')).thinking, undefined)
+  await agent.close()
+})
+
 test('every onToken runs before the Promise resolves (10k tokens)', async () => {
   const count = 10_000
   const agent = await mockAgent([Array.from({ length: count }, (_, i) => `t${i}`).join(' ')])

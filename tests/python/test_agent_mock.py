@@ -54,6 +54,25 @@ def test_streaming_tokens_and_events():
         assert stream.response is not None and stream.response.text == "echo: again"
 
 
+def test_thinking_streams_apart_from_the_text():
+    reply = "<think>Two plus two is four.</think>\n\nThe answer is 4."
+    with mock_agent(reply, reply) as agent:
+        tokens, thinking = [], []
+        response = agent.chat("2+2?", on_token=tokens.append, on_thinking=thinking.append)
+        assert response.text == "The answer is 4."
+        assert response.thinking == "Two plus two is four."
+        assert "".join(thinking).strip() == "Two plus two is four."
+        assert "".join(tokens).strip() == "The answer is 4."
+        assert agent.history[-1]["thinking"] == "Two plus two is four."
+
+        items = list(stream := agent.stream("again"))
+        streamed = "".join(i.text for i in items if isinstance(i, zk.Thinking))
+        assert streamed.strip() == "Two plus two is four."
+        assert "think" not in "".join(i.text for i in items if isinstance(i, zk.Token))
+        assert stream.response is not None and stream.response.thinking == "Two plus two is four."
+        assert agent.chat("plain").thinking is None
+
+
 def test_tool_exceptions_go_back_to_the_model():
     with mock_agent(tool_call("fails", {}), "sorry") as agent:
 

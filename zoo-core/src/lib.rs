@@ -51,10 +51,12 @@ pub mod logs;
 pub mod mcp;
 pub mod message;
 pub mod provider;
+pub mod pyjson;
 pub mod response;
 pub mod session;
 pub mod skills;
 pub mod template;
+pub mod thinking;
 pub mod tools;
 
 pub use agent::{
@@ -83,4 +85,4 @@ pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecor
 pub use session::{SessionData, SessionInfo, SessionStore};
 pub use template::TemplateFamily;
 pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
-pub use tools::{ToolContext, ToolDefinition, ToolOutput};
+pub use tools::{ToolCallFormat, ToolContext, ToolDefinition, ToolOutput};

@@ -153,6 +153,12 @@ pub struct Message {
     /// models as a placeholder line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageContent>,
+    /// For an assistant message: the reasoning the model wrote before its
+    /// answer or calls (never part of `content`). Templates read it as
+    /// `reasoning_content` and `thinking`, and keep it out of later
+    /// prompts where they say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
 }
 
 impl Message {
@@ -165,6 +171,7 @@ impl Message {
             name: None,
             is_error: false,
             images: Vec::new(),
+            thinking: None,
         }
     }
 
@@ -218,6 +225,15 @@ impl Message {
             text.push_str(&image.placeholder());
         }
         std::borrow::Cow::Owned(text)
+    }
+
+    /// This message with `thinking` as its reasoning (none when empty).
+    pub fn with_thinking(self, thinking: impl Into<String>) -> Self {
+        let thinking = thinking.into();
+        Message {
+            thinking: (!thinking.is_empty()).then_some(thinking),
+            ..self
+        }
     }
 
     /// A tool result that reports an error back to the model.

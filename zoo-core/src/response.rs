@@ -120,6 +120,10 @@ pub struct Metrics {
 pub struct Response {
     /// The final reply's text.
     pub text: String,
+    /// The final reply's reasoning, for a model that reasons before it
+    /// answers (never part of `text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
     /// Why the chat ended.
     pub stop_reason: StopReason,
     /// Every tool call executed or attempted, in order.

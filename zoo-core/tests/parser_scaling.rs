@@ -72,6 +72,41 @@ fn shapes(bytes: usize) -> Vec<(&'static str, String)> {
             repeat_to(&format!("<tool_call>{}", "[".repeat(127)), bytes),
         ),
         ("mistral markers", repeat_to("[TOOL_CALLS]f[ARGS]{", bytes)),
+        // The other families' markers, each opening a call that never ends.
+        (
+            "lfm2 calls unclosed",
+            repeat_to("<|tool_call_start|>[f(a=\"x", bytes),
+        ),
+        (
+            "lfm2 nested python",
+            repeat_to("<|tool_call_start|>[f(a=[[[{\"k\": (", bytes),
+        ),
+        (
+            "function gemma calls unclosed",
+            repeat_to("<start_function_call>call:f{a:<escape>x", bytes),
+        ),
+        // Harmony headers never end a line: each one's search for its
+        // `<|message|>` stops at the next header.
+        (
+            "harmony calls on one line",
+            repeat_to(
+                " to=functions.f <|constrain|>json<|message|>{\"a\": 1}<|call|>",
+                bytes,
+            ),
+        ),
+        (
+            "harmony messages unclosed",
+            repeat_to(" to=functions.f<|message|>{\"a\": [", bytes),
+        ),
+        // A reply that is almost one Python list of calls (Gemma's format).
+        (
+            "python list, unclosed",
+            format!("[{}", repeat_to("f(a=1, b=\"x\"), ", bytes)),
+        ),
+        (
+            "tool_code fence",
+            format!("```tool_code\n{}", repeat_to("f(a=[1, ", bytes)),
+        ),
         // Code fences whose JSON never ends.
         (
             "fence of calls, unclosed list",

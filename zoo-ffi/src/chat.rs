@@ -70,6 +70,10 @@ pub struct zoo_chat_callbacks {
     pub user_data: *mut c_void,
     /// Frees `user_data`.
     pub free_user_data: zoo_free_fn,
+    /// Streamed reasoning of a model that reasons before it answers
+    /// (`<think>`, gpt-oss's analysis channel), as `on_token` streams text:
+    /// never part of the text, and in the response's `thinking`.
+    pub on_thinking: zoo_token_fn,
 }
 
 /// Which tools a chat may call (the values of `zoo_chat_options.tool_choice`).
@@ -210,6 +214,13 @@ fn chat_options(
             unsafe { on_token(data.ptr(), text.as_ptr().cast(), text.len()) }
         });
     }
+    if let Some(on_thinking) = callbacks.on_thinking {
+        let data = data.clone();
+        out = out.on_thinking(move |text| {
+            // SAFETY: as for on_token.
+            unsafe { on_thinking(data.ptr(), text.as_ptr().cast(), text.len()) }
+        });
+    }
     if let Some(on_event) = callbacks.on_event {
         let data = data.clone();
         out = out.on_event(move |event| {
@@ -244,8 +255,8 @@ fn response_json(result: zoo_core::Result<Response>) -> FfiResult<*mut c_char> {
 /// @param message The user's message (UTF-8).
 /// @param options The chat's options, or NULL for the agent's defaults.
 /// @param callbacks The chat's callbacks, or NULL for none.
-/// @param out_response_json On success, the response (`text`, `stop_reason`, `tool_calls`,
-/// `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
+/// @param out_response_json On success, the response (`text`, `thinking` when the model
+/// reasoned, `stop_reason`, `tool_calls`, `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
 /// @param out_error On failure, the error message (may be NULL; free it with
 /// `zoo_string_free`).
 /// @return `ZOO_OK`, `ZOO_INVALID_ARGUMENT` (NULLs, bad UTF-8, a bad tool choice, or a call

@@ -36,10 +36,12 @@ const TOKEN: u32 = 0;
 const EVENT: u32 = 1;
 const RESPONSE: u32 = 2;
 const ERROR: u32 = 3;
+const THINKING: u32 = 4;
 
 /// What a chat sends to JavaScript, in order.
 enum Item {
     Token(String),
+    Thinking(String),
     Event(String),
     Done(zoo_core::Result<String>),
 }
@@ -104,6 +106,7 @@ fn take_batch(queue: &Queue) -> Batch {
     for item in items {
         let (kind, text) = match item {
             Item::Token(text) => (TOKEN, text),
+            Item::Thinking(text) => (THINKING, text),
             Item::Event(json) => (EVENT, json),
             Item::Done(Ok(json)) => (RESPONSE, json),
             Item::Done(Err(error)) => (ERROR, message(error.code(), &error.to_string())),
@@ -220,7 +223,7 @@ impl NativeAgent {
     // The generator would type `drain` as taking one `Batch`; it is called
     // with the batch's two arrays as separate arguments.
     #[napi(
-        ts_args_type = "message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null, hooks?: ((json: string) => Promise<string>) | undefined | null, hookNames?: Array<string> | undefined | null"
+        ts_args_type = "message: string | undefined | null, drain: (kinds: Array<number>, texts: Array<string>) => void, withTokens: boolean, withEvents: boolean, toolChoice?: string | undefined | null, maxTokens?: number | undefined | null, ragContext?: string | undefined | null, maxTurns?: number | undefined | null, maxTotalTokens?: number | undefined | null, maxDurationMs?: number | undefined | null, regenerate?: boolean | undefined | null, hooks?: ((json: string) => Promise<string>) | undefined | null, hookNames?: Array<string> | undefined | null, withThinking?: boolean | undefined | null"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn chat(
@@ -238,6 +241,7 @@ impl NativeAgent {
         regenerate: Option<bool>,
         hooks: Option<Function<'_, String, Promise<String>>>,
         hook_names: Option<Vec<String>>,
+        with_thinking: Option<bool>,
     ) -> napi::Result<NativeChat> {
         let agent = self.agent()?;
         let mut options = ChatOptions::new();
@@ -289,6 +293,11 @@ impl NativeAgent {
             let tokens = outbox.clone();
             options =
                 options.on_token(move |text| tokens.lock().push(Item::Token(text.to_string())));
+        }
+        if with_thinking.unwrap_or(false) {
+            let thinking = outbox.clone();
+            options = options
+                .on_thinking(move |text| thinking.lock().push(Item::Thinking(text.to_string())));
         }
         if with_events {
             let events = outbox.clone();

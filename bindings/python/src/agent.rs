@@ -103,6 +103,19 @@ impl NativeAgent {
                 });
             });
         }
+        if let Some(callback) = overrides.on_thinking {
+            let (failed, cancel) = (failed.clone(), cancel.clone());
+            options = options.on_thinking(move |text| {
+                if failed.is_set() {
+                    return;
+                }
+                thread_state::attach(|py| {
+                    if let Err(error) = callback.call1(py, (text,)) {
+                        failed.record(py, error, &cancel);
+                    }
+                });
+            });
+        }
         if let Some(callback) = on_event {
             let (failed, cancel) = (failed.clone(), cancel.clone());
             options = options.on_event(move |event| {
@@ -144,6 +157,8 @@ fn start(
 /// keeps the agent's), and its own hooks (`None` runs the agent's).
 #[derive(Default)]
 struct ChatOverrides {
+    /// Receives the model's reasoning as it streams.
+    on_thinking: Option<Py<PyAny>>,
     max_turns: Option<i64>,
     max_total_tokens: Option<i64>,
     max_duration_ms: Option<i64>,
@@ -398,7 +413,7 @@ impl NativeAgent {
     ///
     /// `hooks` (a dispatcher as `set_hooks` takes it, for the points in
     /// `hook_names`) runs in this chat instead of the agent's hooks.
-    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false, hooks = None, hook_names = Vec::new()))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false, hooks = None, hook_names = Vec::new(), on_thinking = None))]
     #[allow(clippy::too_many_arguments)]
     fn chat(
         &self,
@@ -415,6 +430,7 @@ impl NativeAgent {
         regenerate: bool,
         hooks: Option<Py<PyAny>>,
         hook_names: Vec<String>,
+        on_thinking: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let agent = self.agent()?;
         if agent.on_inference_thread() {
@@ -431,6 +447,7 @@ impl NativeAgent {
             max_tokens,
             rag_context,
             ChatOverrides {
+                on_thinking,
                 max_turns,
                 max_total_tokens,
                 max_duration_ms,
@@ -450,7 +467,7 @@ impl NativeAgent {
     /// Starts a chat and returns at once. `on_complete(code, text)` runs on
     /// the inference thread when it ends: code 0 with the response JSON, or
     /// an error code with the message.
-    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false, hooks = None, hook_names = Vec::new()))]
+    #[pyo3(signature = (message, on_token = None, on_event = None, on_complete = None, tool_choice = None, max_tokens = None, rag_context = None, max_turns = None, max_total_tokens = None, max_duration_ms = None, regenerate = false, hooks = None, hook_names = Vec::new(), on_thinking = None))]
     #[allow(clippy::too_many_arguments)]
     fn chat_start(
         &self,
@@ -467,6 +484,7 @@ impl NativeAgent {
         regenerate: bool,
         hooks: Option<Py<PyAny>>,
         hook_names: Vec<String>,
+        on_thinking: Option<Py<PyAny>>,
     ) -> PyResult<NativeChat> {
         let agent = self.agent()?;
         let cancel = CancelToken::new();
@@ -478,6 +496,7 @@ impl NativeAgent {
             max_tokens,
             rag_context,
             ChatOverrides {
+                on_thinking,
                 max_turns,
                 max_total_tokens,
                 max_duration_ms,

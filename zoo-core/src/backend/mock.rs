@@ -19,6 +19,7 @@ use crate::config::ToolChoice;
 use crate::error::{Error, Result};
 use crate::logs::targets;
 use crate::message::{Message, Role};
+use crate::thinking::ThinkingFormat;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// One scripted reply. In JSON (the `mock` provider's `replies`, C's
@@ -406,6 +407,7 @@ impl Backend for MockBackend {
         let completion_tokens = pieces(&out).len() as u32;
         Ok(Generation {
             text: out,
+            thinking: String::new(),
             finish,
             prompt_tokens,
             cached_tokens,
@@ -426,6 +428,12 @@ impl Backend for MockBackend {
 
     fn tool_call_format(&self) -> ToolCallFormat {
         ToolCallFormat::Hermes
+    }
+
+    /// A scripted reply may reason between `<think>` and `</think>` first,
+    /// as Qwen3 does, so thinking can be tested on the mock.
+    fn thinking_format(&self) -> ThinkingFormat {
+        ThinkingFormat::ThinkTags
     }
 }
 

@@ -18,6 +18,7 @@ use crate::cancel::CancelToken;
 use crate::config::ToolChoice;
 use crate::error::Result;
 use crate::message::Message;
+use crate::thinking::ThinkingFormat;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// What the engine tells the backend about the KV cache: how many leading
@@ -72,6 +73,10 @@ pub enum FinishReason {
 pub struct Generation {
     /// The reply's text (stop strings removed).
     pub text: String,
+    /// Reasoning the backend received apart from the text (a remote API's
+    /// reasoning or thinking); empty when there is none or when the model
+    /// writes its reasoning in the text (see [`Backend::thinking_format`]).
+    pub thinking: String,
     /// Why it ended.
     pub finish: FinishReason,
     /// Prompt tokens, including the cached ones.
@@ -150,6 +155,13 @@ pub trait Backend {
 
     /// The call format the model is taught (from its chat template).
     fn tool_call_format(&self) -> ToolCallFormat;
+
+    /// How the model marks reasoning in its reply text, which the engine
+    /// then keeps apart from the answer. Backends whose API returns the
+    /// reasoning apart (in [`Generation::thinking`]) have none.
+    fn thinking_format(&self) -> ThinkingFormat {
+        ThinkingFormat::None
+    }
 
     /// Takes the tool calls that the last [`generate`](Self::generate)
     /// returned as data (a remote provider's native calls). When there are

@@ -56,6 +56,7 @@ use crate::event::{AgentEvent, EventKind};
 use crate::logs::targets;
 use crate::message::{Message, Role, ToolCall};
 use crate::response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
+use crate::thinking::{self, ThinkingFormat, ThinkingSplitter};
 use crate::tools::context::{Drained, Report, ToolContext};
 use crate::tools::output::Delivered;
 use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
@@ -128,6 +129,9 @@ pub struct Callbacks<'a> {
     pub on_token: Option<&'a mut (dyn FnMut(&str) + Send)>,
     /// Receives progress events.
     pub on_event: Option<&'a mut (dyn FnMut(&AgentEvent) + Send)>,
+    /// Receives the model's reasoning as it is generated (its own channel:
+    /// never part of the text `on_token` receives).
+    pub on_thinking: Option<&'a mut (dyn FnMut(&str) + Send)>,
     /// The agent's id, stamped on every event.
     pub agent_id: u64,
     /// The chat's id, stamped on every event.
@@ -141,6 +145,12 @@ pub struct Callbacks<'a> {
 impl Callbacks<'_> {
     fn token(&mut self, text: &str) {
         if let Some(f) = self.on_token.as_mut() {
+            f(text);
+        }
+    }
+
+    fn thinking(&mut self, text: &str) {
+        if let (Some(f), false) = (self.on_thinking.as_mut(), text.is_empty()) {
             f(text);
         }
     }
@@ -205,6 +215,7 @@ pub(crate) fn run_turn(
         records: Vec::new(),
         errors: Vec::new(),
         failures_by_tool: HashMap::new(),
+        thinking: String::new(),
     };
     let result = catch_unwind(AssertUnwindSafe(|| turn.run(input)))
         .unwrap_or_else(|payload| Err(Error::from_panic(payload.as_ref())));
@@ -255,6 +266,8 @@ struct Turn<'a, 'cb> {
     errors: Vec<ToolErrorRecord>,
     /// Failed attempts per tool name in this turn; a success resets it.
     failures_by_tool: HashMap<String, u32>,
+    /// The reasoning of the reply being handled (empty when it had none).
+    thinking: String,
 }
 
 impl Turn<'_, '_> {
@@ -269,9 +282,14 @@ impl Turn<'_, '_> {
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
-        // The calls of the last round that succeeded: a small model that
-        // got its answer often asks again, word for word, until the limit.
-        let mut answered: Option<Vec<(String, Value)>> = None;
+        // A small model that got its answer often asks again, word for
+        // word (or going round a few calls), until the limit. `answered`
+        // holds the calls that succeeded since the last round that made a
+        // call never made before in the turn (`ever`): one that repeats
+        // only those has learnt nothing new since; one after a new call
+        // (an edit before a test run again) may be checking its effect.
+        let mut ever: Vec<(String, Value)> = Vec::new();
+        let mut answered: Vec<(String, Value)> = Vec::new();
         loop {
             // 2. Check limits, take steering, fit the window.
             if self.cancel.is_cancelled() {
@@ -289,16 +307,17 @@ impl Turn<'_, '_> {
 
             // 3. Infer.
             let generation = self.infer(&definitions, &tool_choice, &input.rag_context)?;
+            self.thinking = generation.thinking.clone();
             match generation.finish {
                 FinishReason::Cancelled if !self.cancel.is_cancelled() => {
                     self.interrupted(unfinished_prose(&definitions, &generation.text))?;
                     continue;
                 }
                 FinishReason::Cancelled => {
-                    return self.cut_short(unfinished_prose(&definitions, &generation.text))
+                    return self.cut_short(self.unfinished_prose(&generation.text))
                 }
                 FinishReason::Length => {
-                    let text = unfinished_prose(&definitions, &generation.text);
+                    let text = self.unfinished_prose(&generation.text);
                     self.commit_reply(Message::assistant(text.clone()))?;
                     return Ok(match self.limit_reached() {
                         Some(hit) => self.end_at_limit(hit, text),
@@ -312,12 +331,16 @@ impl Turn<'_, '_> {
             let native = self.backend.take_tool_calls();
             let parsed = parse_reply(&definitions, &generation.text, native);
             if !parsed.has_calls() && parsed.failures.is_empty() {
-                self.commit_reply(Message::assistant(parsed.content.clone()))?;
+                // The answer: no call or result markup reaches the user, even
+                // from a reply that wrote a call when none could run or that
+                // echoed a tool result.
+                let answer = self.answer(&parsed.content);
+                self.commit_reply(Message::assistant(answer.clone()))?;
                 if !self.start_next_round()? {
-                    return Ok(self.finish(parsed.content, StopReason::Stop));
+                    return Ok(self.finish(answer, StopReason::Stop));
                 }
                 (tool_choice, tool_rounds) = (self.settings.tool_choice.clone(), 0);
-                text = parsed.content;
+                text = answer;
                 continue;
             }
             let (calls, content) = self.commit_calls(&parsed)?;
@@ -330,7 +353,8 @@ impl Turn<'_, '_> {
                 .iter()
                 .map(|c| (c.name.clone(), c.arguments.clone()))
                 .collect();
-            if answered.as_ref() == Some(&asked) && parsed.failures.is_empty() {
+            let repeated = asked.iter().all(|call| answered.contains(call));
+            if repeated && parsed.failures.is_empty() {
                 self.refuse_calls(
                     &calls,
                     "the same call with the same arguments already ran; its result is above, \
@@ -343,7 +367,13 @@ impl Turn<'_, '_> {
 
             // 5–7. Validate, execute, inject; then unreadable calls.
             let batch = self.run_calls(&calls, &parsed)?;
-            answered = matches!(batch, BatchOutcome::Succeeded).then_some(asked);
+            if matches!(batch, BatchOutcome::Succeeded) {
+                if asked.iter().any(|call| !ever.contains(call)) {
+                    answered.clear();
+                }
+                ever.extend(asked.iter().cloned());
+                answered.extend(asked);
+            }
             // A forced choice holds until a call succeeds; after that the
             // model must be free to answer. Past the retry limit, tools are
             // withdrawn so the model answers with what it has.
@@ -687,6 +717,27 @@ impl Turn<'_, '_> {
         }
     }
 
+    /// A final reply as the user gets it: for an agent with tools, without
+    /// call or result markup (see [`parser::answer_text`]); an agent
+    /// without tools keeps whatever its model wrote.
+    fn answer(&self, text: &str) -> String {
+        match self.tools.is_empty() {
+            true => text.to_string(),
+            false => parser::answer_text(text),
+        }
+    }
+
+    /// What a reply cut off by a cancel or the token limit keeps: its
+    /// prose, without the markup of a call it had begun (which could not
+    /// run, and which neither the user nor the model's next turn should
+    /// read) or of a result it echoed. Plain prose keeps its exact text.
+    fn unfinished_prose(&self, text: &str) -> String {
+        match self.tools.is_empty() || !parser::has_markup(text) {
+            true => text.to_string(),
+            false => parser::answer_text(text),
+        }
+    }
+
     /// The tools shown to the model for this choice.
     fn visible_tools(&self, choice: &ToolChoice) -> Result<Vec<ToolDefinition>> {
         match choice {
@@ -911,6 +962,8 @@ impl Turn<'_, '_> {
             self.backend.tool_call_format().trigger()
         };
         let mut filter = StreamFilter::new(trigger);
+        let thinking_format = self.backend.thinking_format();
+        let mut splitter = ThinkingSplitter::new(thinking_format);
         let started = self.started;
         let first_token = &mut self.first_token;
         // Text and retries are reported from inside one backend call, one
@@ -924,8 +977,11 @@ impl Turn<'_, '_> {
             &request,
             &mut |piece| {
                 first_token.get_or_insert_with(|| started.elapsed());
-                if let Some(text) = filter.push(piece) {
-                    callbacks.borrow_mut().token(&text);
+                let part = splitter.push(piece);
+                let mut callbacks = callbacks.borrow_mut();
+                callbacks.thinking(&part.thinking);
+                if let Some(text) = filter.push(&part.text).filter(|t| !t.is_empty()) {
+                    callbacks.token(&text);
                 }
             },
             &mut |retry| {
@@ -937,10 +993,28 @@ impl Turn<'_, '_> {
         );
         self.queues.set_reply(None);
         let generation = generation?;
+        let rest = splitter.finish();
+        self.callbacks.thinking(&rest.thinking);
+        if let Some(text) = filter.push(&rest.text).filter(|t| !t.is_empty()) {
+            self.callbacks.token(&text);
+        }
         if let Some(text) = filter.finish() {
             self.callbacks.token(&text);
         }
         tracing::debug!(target: targets::RAW_OUTPUT, "{}", generation.text);
+        // The reasoning leaves the text here, for the parser and the
+        // history; a backend that had it apart (a remote API) streamed
+        // none, so its channel gets it whole.
+        let mut generation = generation;
+        let split = thinking::split(thinking_format, &generation.text);
+        if thinking_format != ThinkingFormat::None {
+            generation.text = split.text;
+        }
+        if generation.thinking.is_empty() {
+            generation.thinking = split.thinking;
+        } else {
+            self.callbacks.thinking(&generation.thinking);
+        }
         self.history.mark_sent();
         self.usage.add(Usage {
             prompt_tokens: generation.prompt_tokens,
@@ -1244,7 +1318,13 @@ impl Turn<'_, '_> {
         Ok(())
     }
 
+    /// Adds a reply of the model's to the history, with the reasoning it
+    /// wrote before it.
     fn commit_reply(&mut self, message: Message) -> Result<()> {
+        let message = match message.thinking {
+            None => message.with_thinking(self.thinking.clone()),
+            Some(_) => message,
+        };
         self.inject(message)?;
         self.replied = true;
         self.injected = None;
@@ -1290,6 +1370,7 @@ impl Turn<'_, '_> {
         };
         Response {
             text,
+            thinking: (!self.thinking.is_empty()).then(|| self.thinking.clone()),
             stop_reason,
             tool_calls: std::mem::take(&mut self.records),
             tool_errors: std::mem::take(&mut self.errors),
@@ -1359,17 +1440,6 @@ enum BatchOutcome {
     Limit(LimitHit),
     /// A steering message skipped the calls not yet started.
     Steered,
-}
-
-/// What a reply cut off by a cancel or the token limit keeps: its prose,
-/// without the markup of a call it had begun (which could not run, and
-/// which neither the user nor the model's next turn should read).
-fn unfinished_prose(definitions: &[ToolDefinition], text: &str) -> String {
-    if definitions.is_empty() {
-        text.to_string()
-    } else {
-        parser::parse(text).content
-    }
 }
 
 /// The calls of a reply: those the backend returned as data when there

@@ -19,6 +19,9 @@ pub type CompleteCallback = Box<dyn FnOnce(&Result<Response>) + Send>;
 pub struct ChatOptions {
     /// Streamed reply text (tool-call markup is not streamed).
     pub on_token: Option<TokenCallback>,
+    /// Streamed reasoning of a model that reasons before it answers (its
+    /// own channel: never part of the text `on_token` receives).
+    pub on_thinking: Option<TokenCallback>,
     /// Progress events.
     pub on_event: Option<EventCallback>,
     /// Called once with the result, after the handle resolves.
@@ -63,6 +66,12 @@ impl ChatOptions {
     /// Streams reply text to `f`.
     pub fn on_token(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
         self.on_token = Some(Box::new(f));
+        self
+    }
+
+    /// Streams the model's reasoning to `f`.
+    pub fn on_thinking(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
+        self.on_thinking = Some(Box::new(f));
         self
     }
 

@@ -292,6 +292,7 @@ fn run_chat(
     let mut callbacks = Callbacks {
         on_token: options.on_token.as_deref_mut().map(|f| f as _),
         on_event: options.on_event.as_deref_mut().map(|f| f as _),
+        on_thinking: options.on_thinking.as_deref_mut().map(|f| f as _),
         agent_id: shared.agent_id,
         chat_id,
         next_seq: 0,
@@ -443,6 +444,7 @@ fn finish_chat(job: ChatJob, result: Result<Response>) {
 fn cancelled_before_start() -> Response {
     Response {
         text: String::new(),
+        thinking: None,
         stop_reason: StopReason::Cancelled,
         tool_calls: Vec::new(),
         tool_errors: Vec::new(),

@@ -14,6 +14,8 @@ mod jinja;
 pub mod tool_prompt;
 
 #[cfg(test)]
+mod family_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
@@ -26,6 +28,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::config::TemplateChoice;
 use crate::error::{Error, Result};
 use crate::message::Message;
+use crate::thinking::ThinkingFormat;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// The text of the model's BOS and EOS tokens (e.g. `<s>` and `</s>`),
@@ -111,8 +114,15 @@ impl TemplateFamily {
 pub struct ChatTemplate {
     env: Arc<Environment<'static>>,
     family: TemplateFamily,
+    tool_format: ToolCallFormat,
     origin: String,
     native_tools: bool,
+    /// How the model marks its reasoning (from the template's markers).
+    thinking: ThinkingFormat,
+    /// Whether a template that formats tools also writes the calls of
+    /// assistant messages (`tool_calls`); some (Granite 3, LFM2) write
+    /// only the content, so the calls go into it as text.
+    renders_calls: bool,
     special: SpecialTokens,
 }
 
@@ -121,6 +131,7 @@ impl fmt::Debug for ChatTemplate {
         f.debug_struct("ChatTemplate")
             .field("origin", &self.origin)
             .field("family", &self.family)
+            .field("tool_format", &self.tool_format)
             .field("native_tools", &self.native_tools)
             .field("special", &self.special)
             .finish_non_exhaustive()
@@ -135,10 +146,13 @@ impl ChatTemplate {
         ChatTemplate {
             env: Arc::new(env),
             family,
+            tool_format: detect::tool_format(None, None, family),
             origin: format!("builtin:{}", family.name()),
             // Built-ins are plain-turn formats: tools are always taught by
             // `tool_prompt`, never passed to the template.
             native_tools: false,
+            renders_calls: false,
+            thinking: ThinkingFormat::None,
             special,
         }
     }
@@ -161,8 +175,11 @@ impl ChatTemplate {
         Ok(ChatTemplate {
             env: Arc::new(env),
             family,
+            tool_format: detect::tool_format(Some(source), None, family),
             origin: origin.to_string(),
             native_tools: detect::references_tools(source),
+            renders_calls: detect::references_name(source, "tool_calls"),
+            thinking: detect::thinking_format(source),
             special,
         })
     }
@@ -187,7 +204,10 @@ impl ChatTemplate {
                 let family = detect::detect_from_source(source)
                     .unwrap_or_else(|| detect::detect_from_metadata(metadata));
                 match Self::compile(source, special.clone(), family, "gguf") {
-                    Ok(template) => return template,
+                    Ok(template) => {
+                        let format = detect::tool_format(Some(source), Some(metadata), family);
+                        return template.with_tool_format(format);
+                    }
                     // Some templates use Jinja2 extensions minijinja lacks
                     // (e.g. `{% generation %}`); a built-in of the right
                     // family is better than refusing to load the model.
@@ -198,7 +218,21 @@ impl ChatTemplate {
                 }
             }
         }
-        Self::builtin(detect::detect_from_metadata(metadata), special)
+        let family = detect::detect_from_metadata(metadata);
+        Self::builtin(family, special).with_tool_format(detect::tool_format(
+            None,
+            Some(metadata),
+            family,
+        ))
+    }
+
+    /// This template, teaching and parsing `tool_format` instead of the
+    /// detected one.
+    pub fn with_tool_format(self, tool_format: ToolCallFormat) -> Self {
+        ChatTemplate {
+            tool_format,
+            ..self
+        }
     }
 
     /// The detected family (for a GGUF or custom template: from the markers
@@ -219,12 +253,17 @@ impl ChatTemplate {
         self.native_tools
     }
 
-    /// The tool-call format the model is taught and parsed for.
+    /// The tool-call format the model is taught and parsed for: the one
+    /// its family or its own model (SmolLM2) was trained on.
     pub fn tool_call_format(&self) -> ToolCallFormat {
-        match self.family {
-            TemplateFamily::Llama3 => ToolCallFormat::Llama3,
-            TemplateFamily::Mistral => ToolCallFormat::Mistral,
-            _ => ToolCallFormat::Hermes,
+        self.tool_format
+    }
+
+    /// How the model marks its reasoning in a reply.
+    pub fn thinking_format(&self) -> ThinkingFormat {
+        match self.tool_format {
+            ToolCallFormat::Harmony => ThinkingFormat::Harmony,
+            _ => self.thinking,
         }
     }
 
@@ -255,7 +294,12 @@ impl ChatTemplate {
     ) -> Result<(String, u64)> {
         let prepared;
         let (messages, tools) = if self.native_tools {
-            (messages, tools)
+            prepared = tool_prompt::prepare_native_messages(
+                messages,
+                self.tool_call_format(),
+                self.renders_calls,
+            );
+            (prepared.as_slice(), tools)
         } else {
             prepared = tool_prompt::prepare_messages(messages, tools, self.tool_call_format());
             (prepared.as_slice(), &[][..])
@@ -405,6 +449,12 @@ fn messages_json(messages: &[Message]) -> Json {
                 }
                 if let Some(name) = &message.name {
                     map.insert("name".into(), name.as_str().into());
+                }
+                // Qwen3's templates read `reasoning_content`, gpt-oss's
+                // `thinking`; each decides which turns keep it.
+                if let Some(thinking) = &message.thinking {
+                    map.insert("reasoning_content".into(), thinking.as_str().into());
+                    map.insert("thinking".into(), thinking.as_str().into());
                 }
                 Json::Object(map)
             })

@@ -228,6 +228,7 @@ fn te_005_auto_detects_from_gguf_metadata() {
     assert_eq!(template.origin(), "gguf");
     assert_eq!(template.family(), TemplateFamily::Chatml);
     assert!(!template.supports_native_tools());
+    // SmolLM2-135M reads Hermes better than its card's format (detect.rs).
     assert_eq!(template.tool_call_format(), ToolCallFormat::Hermes);
     assert_eq!(
         template.render(&conversation(), &[], true).unwrap(),

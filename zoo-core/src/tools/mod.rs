@@ -4,13 +4,15 @@
 pub mod builtin;
 pub mod call_format;
 pub mod context;
+pub mod function_gemma;
 pub mod output;
 pub mod parser;
+pub mod pythonic;
 pub mod registry;
 pub mod typed;
 pub mod validate;
 
-pub use call_format::ToolCallFormat;
+pub use call_format::{CallSyntax, ToolCallFormat};
 pub use context::ToolContext;
 pub use output::ToolOutput;
 

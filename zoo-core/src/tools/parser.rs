@@ -26,6 +26,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::validate::kind_of;
+use super::{function_gemma, pythonic};
 
 /// One call found in the output.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +71,109 @@ impl ParsedReply {
 /// Splits `text` into prose, calls and unreadable calls. Accepts every
 /// supported format whatever model wrote the text, and never panics.
 pub fn parse(text: &str) -> ParsedReply {
+    if let Some(reply) = whole_python_list(text) {
+        return reply;
+    }
     scan(Json::new(text))
+}
+
+/// What a reply shows the user as its answer: its prose without any call
+/// markup (calls it wrote when none could run, a call cut off) and without
+/// tool results it echoed (`<tool_response>…</tool_response>` and the
+/// other formats' result blocks), whatever format wrote them. Small models
+/// often answer a result by repeating it in its markup; that is never an
+/// answer.
+pub fn answer_text(text: &str) -> String {
+    let content = parse(text).content;
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut rest = content.as_str();
+    while let Some((at, open, close)) = RESULT_BLOCKS
+        .iter()
+        .filter_map(|(open, close)| rest.find(open).map(|at| (at, *open, *close)))
+        .min_by_key(|(at, _, _)| *at)
+    {
+        pieces.push(&rest[..at]);
+        let after = &rest[at + open.len()..];
+        rest = match after.find(close) {
+            Some(end) => &after[end + close.len()..],
+            None => "",
+        };
+    }
+    pieces.push(rest);
+    // Stray closing tags of results are markup too (a fence is not: it
+    // closes code the answer may hold).
+    let closers: Vec<&str> = RESULT_BLOCKS
+        .iter()
+        .map(|(_, close)| *close)
+        .filter(|close| *close != FENCE)
+        .collect();
+    let pieces: Vec<&str> = pieces
+        .into_iter()
+        .flat_map(|piece| split_all(piece, &closers))
+        .collect();
+    join_prose(&pieces)
+}
+
+/// `text` cut at every occurrence of any of `separators`, which are dropped.
+fn split_all<'t>(text: &'t str, separators: &[&str]) -> Vec<&'t str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some((at, len)) = separators
+        .iter()
+        .filter_map(|s| rest.find(s).map(|at| (at, s.len())))
+        .min_by_key(|(at, _)| *at)
+    {
+        out.push(&rest[..at]);
+        rest = &rest[at + len..];
+    }
+    out.push(rest);
+    out
+}
+
+/// Whether `text` holds any call or result markup that [`answer_text`]
+/// would remove (a cheap check before rewriting plain prose).
+pub fn has_markup(text: &str) -> bool {
+    OPENING_MARKER.is_match(text)
+        || RESULT_BLOCKS
+            .iter()
+            .any(|(open, close)| text.contains(open) || (*close != FENCE && text.contains(close)))
+        || text.contains(HERMES_CLOSE)
+        || whole_python_list(text).is_some()
+}
+
+/// The result blocks models echo: opening and closing text.
+const RESULT_BLOCKS: [(&str, &str); 5] = [
+    ("<tool_response>", "</tool_response>"),
+    ("<|tool_response_start|>", "<|tool_response_end|>"),
+    ("<start_function_response>", "<end_function_response>"),
+    ("```tool_output", "```"),
+    ("[TOOL_RESULTS]", "[/TOOL_RESULTS]"),
+];
+
+/// A reply that is nothing but a Python list of calls (Gemma's format,
+/// which has no marker): the calls. Only a whole reply counts, so a
+/// bracket in prose is never read as a call, and it is read once.
+fn whole_python_list(text: &str) -> Option<ParsedReply> {
+    let trimmed = text.trim();
+    if !trimmed.starts_with('[') || !trimmed.ends_with(']') {
+        return None;
+    }
+    let (calls, end) = pythonic::read_call_list(trimmed)?;
+    if end != trimmed.len() || calls.is_empty() {
+        return None;
+    }
+    Some(ParsedReply {
+        content: String::new(),
+        calls: calls.into_iter().map(python_call).collect(),
+        failures: Vec::new(),
+    })
+}
+
+fn python_call((name, arguments): pythonic::PythonCall) -> ParsedCall {
+    ParsedCall {
+        name,
+        arguments: Value::Object(arguments),
+    }
 }
 
 /// Scans `json`'s text for calls; see [`parse`].
@@ -85,7 +188,8 @@ fn scan(mut json: Json) -> ParsedReply {
         match read_candidate(&mut json, at, found.as_str()) {
             Found::Prose { end } => pos = end,
             Found::Block(block) => {
-                prose.push(&text[prose_start..at]);
+                let start = block.start.map_or(at, |s| s.clamp(prose_start, at));
+                prose.push(&text[prose_start..start]);
                 reply.calls.extend(block.calls);
                 reply.failures.extend(block.failures);
                 prose_start = block.end;
@@ -102,7 +206,17 @@ const HERMES_OPEN: &str = "<tool_call>";
 const HERMES_CLOSE: &str = "</tool_call>";
 const PYTHON_TAG: &str = "<|python_tag|>";
 const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
+const GRANITE_CALLS: &str = "<|tool_call|>";
+const LFM2_OPEN: &str = "<|tool_call_start|>";
+const LFM2_CLOSE: &str = "<|tool_call_end|>";
+const HARMONY_RECIPIENT: &str = "to=functions.";
+const HARMONY_MESSAGE: &str = "<|message|>";
+const HARMONY_CALL: &str = "<|call|>";
+/// How far before a recipient its harmony header may begin.
+const HARMONY_HEADER_WINDOW: usize = 96;
 const FENCE: &str = "```";
+/// The fence label Gemma's examples put around Python calls.
+const TOOL_CODE: &str = "tool_code";
 
 /// Shown in messages so the model sees the shape it should have written.
 const EXPECTED_SHAPE: &str = r#"expected {"name": "<tool>", "arguments": {...}}"#;
@@ -110,13 +224,18 @@ const EXPECTED_SHAPE: &str = r#"expected {"name": "<tool>", "arguments": {...}}"
 /// Every place a call can begin. Markers come before `[` so that
 /// `[TOOL_CALLS]` wins over a bare array starting at the same byte.
 static CANDIDATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"<tool_call>|</tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|```|[{\[]")
-        .expect("candidate regex is valid")
+    Regex::new(
+        r"<tool_call>|</tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|<\|tool_call\|>|<\|tool_call_start\|>|<\|tool_call_end\|>|<start_function_call>|<end_function_call>|to=functions\.|```|[{\[]",
+    )
+    .expect("candidate regex is valid")
 });
 
 /// The markers that open a call; an unreadable call ends at the next one.
 static OPENING_MARKER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]").expect("marker regex is valid")
+    Regex::new(
+        r"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|<\|tool_call\|>|<\|tool_call_start\|>|<start_function_call>|to=functions\.",
+    )
+    .expect("marker regex is valid")
 });
 
 /// Mistral's newer form, `name[ARGS]{...}`, optionally with `[CALL_ID]id`
@@ -140,6 +259,9 @@ enum Found {
 
 /// The calls and failures read from one stretch of text ending at `end`.
 struct Block {
+    /// Where the block's markup begins when that is before the candidate
+    /// that found it (harmony's header before its recipient).
+    start: Option<usize>,
     end: usize,
     calls: Vec<ParsedCall>,
     failures: Vec<ParseFailure>,
@@ -148,6 +270,7 @@ struct Block {
 impl Block {
     fn new(end: usize) -> Self {
         Block {
+            start: None,
             end,
             calls: Vec::new(),
             failures: Vec::new(),
@@ -200,9 +323,15 @@ fn read_candidate(json: &mut Json, at: usize, matched: &str) -> Found {
         HERMES_OPEN => Found::Block(read_marked(json, at, HERMES_OPEN, Some(HERMES_CLOSE))),
         PYTHON_TAG => Found::Block(read_marked(json, at, PYTHON_TAG, None)),
         MISTRAL_CALLS => Found::Block(read_mistral(json, at)),
+        GRANITE_CALLS => Found::Block(read_marked(json, at, GRANITE_CALLS, None)),
+        LFM2_OPEN => Found::Block(read_python_block(json.text, at)),
+        function_gemma::CALL_OPEN => Found::Block(read_function_gemma(json.text, at)),
+        HARMONY_RECIPIENT => read_harmony(json, at),
         // A closing tag whose call was already read (several calls in one
         // block, or junk before the tag) is markup, not prose.
-        HERMES_CLOSE => Found::Block(Block::new(at + HERMES_CLOSE.len())),
+        HERMES_CLOSE | LFM2_CLOSE | function_gemma::CALL_CLOSE => {
+            Found::Block(Block::new(at + matched.len()))
+        }
         FENCE => read_fence(json, at),
         _ => read_bare(json, at),
     }
@@ -306,6 +435,153 @@ fn unreadable_end(text: &str, from: usize, close: Option<&str>) -> usize {
     from + text[from..end].trim_end().len()
 }
 
+/// Where a marked block ends: after its closing tag when one comes before
+/// the next opening marker, else at that marker (or the end of the text).
+/// The span between is the block's own text, so no byte is read by two
+/// blocks.
+fn block_end(text: &str, from: usize, close: &str) -> (usize, usize) {
+    let next_marker = OPENING_MARKER
+        .find_at(text, from)
+        .map_or(text.len(), |m| m.start());
+    match text[from..next_marker].find(close) {
+        Some(i) => (from + i, from + i + close.len()),
+        None => (next_marker, next_marker),
+    }
+}
+
+/// LFM2's `<|tool_call_start|>[name(key=value), …]<|tool_call_end|>`.
+fn read_python_block(text: &str, at: usize) -> Block {
+    let body = at + LFM2_OPEN.len();
+    let (inner_end, end) = block_end(text, body, LFM2_CLOSE);
+    let inner = &text[body..inner_end];
+    let mut block = Block::new(end);
+    match pythonic::read_call_lines(inner) {
+        Some(calls) => block.calls.extend(calls.into_iter().map(python_call)),
+        None => block.fail(
+            recover_python_name(inner),
+            format!(
+                "the call after {LFM2_OPEN} is not a Python list of calls; expected \
+                 [tool_name(argument=value, ...)]"
+            ),
+            &text[at..end],
+        ),
+    }
+    block
+}
+
+/// FunctionGemma's `<start_function_call>call:name{…}<end_function_call>`.
+fn read_function_gemma(text: &str, at: usize) -> Block {
+    let body = at + function_gemma::CALL_OPEN.len();
+    let (inner_end, end) = block_end(text, body, function_gemma::CALL_CLOSE);
+    let inner = &text[body..inner_end];
+    let mut block = Block::new(end);
+    match function_gemma::read_call(inner) {
+        Some((name, arguments)) => block.calls.push(ParsedCall {
+            name,
+            arguments: Value::Object(arguments),
+        }),
+        None => block.fail(
+            inner
+                .trim_start()
+                .strip_prefix("call:")
+                .and_then(|rest| rest.split(['{', ' ']).next())
+                .filter(|name| !name.is_empty())
+                .map(str::to_string),
+            format!(
+                "the call after {} is not call:name{{key:value,...}} with strings between \
+                 {} tokens",
+                function_gemma::CALL_OPEN,
+                function_gemma::ESCAPE
+            ),
+            &text[at..end],
+        ),
+    }
+    block
+}
+
+/// Harmony (gpt-oss): `to=functions.name`, then the header up to
+/// `<|message|>`, then the arguments as JSON, then `<|call|>`. The
+/// recipient may come before or after the channel; what precedes it in the
+/// header (`<|start|>assistant`, `<|channel|>commentary `) is markup the
+/// reply's own reader removes.
+fn read_harmony(json: &mut Json, at: usize) -> Found {
+    let text = json.text;
+    let after = at + HARMONY_RECIPIENT.len();
+    let name_len = text[after..]
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
+        .unwrap_or(text.len() - after);
+    // The header holds no newline and no second recipient: the search for
+    // its end stops at the next recipient, so each byte is searched once.
+    let next_recipient = text[after..]
+        .find(HARMONY_RECIPIENT)
+        .map_or(text.len(), |i| after + i);
+    let header_end = text[after..next_recipient]
+        .find('\n')
+        .map_or(next_recipient, |i| after + i);
+    let Some(message) = text[after..header_end]
+        .find(HARMONY_MESSAGE)
+        .map(|i| after + i)
+    else {
+        return Found::Prose { end: after };
+    };
+    if name_len == 0 {
+        return Found::Prose { end: after };
+    }
+    let name = text[after..after + name_len].to_string();
+    let body = message + HARMONY_MESSAGE.len();
+    let (inner_end, end) = block_end(text, body, HARMONY_CALL);
+    let mut block = Block::new(end);
+    block.start = Some(harmony_header_start(text, at));
+    match json.value_at(skip_whitespace(text, body)) {
+        Ok((value, value_end)) if value_end <= inner_end || inner_end == end => {
+            let reading = build_call(&name, Some(&value), &value);
+            block.record(vec![reading], &text[at..end]);
+        }
+        _ => block.fail(
+            Some(name.clone()),
+            format!("the arguments of `{name}` after {HARMONY_MESSAGE} are not a JSON object"),
+            &text[at..end],
+        ),
+    }
+    Found::Block(block)
+}
+
+/// Where the harmony header that holds a recipient at `at` begins: the
+/// first `<|start|>` or `<|channel|>` after the last message end on the
+/// same line (`<|start|>assistant<|channel|>commentary to=…` or
+/// `<|start|>assistant to=…<|channel|>…`), else `at`. The scanner clamps
+/// it to the text not yet given to prose. A header is short: only the
+/// last [`HARMONY_HEADER_WINDOW`] bytes are searched, so the time stays
+/// constant per call.
+fn harmony_header_start(text: &str, at: usize) -> usize {
+    let mut window = at.saturating_sub(HARMONY_HEADER_WINDOW);
+    while !text.is_char_boundary(window) {
+        window += 1;
+    }
+    let line = &text[..at];
+    let from = ["\n", "<|end|>", "<|call|>", "<|return|>", HARMONY_MESSAGE]
+        .iter()
+        .filter_map(|m| line[window..].rfind(m).map(|i| window + i + m.len()))
+        .max()
+        .unwrap_or(window);
+    ["<|start|>", "<|channel|>"]
+        .iter()
+        .filter_map(|m| line[from..].find(m).map(|i| from + i))
+        .min()
+        .unwrap_or(at)
+}
+
+/// The name before the first `(` of a broken Python call, if it looks like one.
+fn recover_python_name(text: &str) -> Option<String> {
+    let inner = text.trim_start().trim_start_matches('[').trim_start();
+    let name = &inner[..inner.find('(')?];
+    (!name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_-.".contains(c)))
+    .then(|| name.to_string())
+}
+
 /// `[TOOL_CALLS]` followed by a JSON list (older Mistral) or by one or more
 /// `name[ARGS]{...}` (newer Mistral).
 fn read_mistral(json: &mut Json, at: usize) -> Block {
@@ -381,6 +657,11 @@ fn read_fence(json: &mut Json, at: usize) -> Found {
         }
     };
 
+    if &text[after_ticks..body] == TOOL_CODE {
+        if let Some(found) = python_fence(text, body) {
+            return found;
+        }
+    }
     match end {
         Some(end) if !readings.is_empty() => {
             let mut block = Block::new(end);
@@ -393,6 +674,19 @@ fn read_fence(json: &mut Json, at: usize) -> Found {
                 .map_or(after_ticks, |i| body + i + FENCE.len()),
         },
     }
+}
+
+/// A ```` ```tool_code ```` fence holding Python calls (Gemma's examples
+/// write them so): the calls, up to the closing fence.
+fn python_fence(text: &str, body: usize) -> Option<Found> {
+    let (inner_end, end) = match text[body..].find(FENCE) {
+        Some(i) => (body + i, body + i + FENCE.len()),
+        None => (text.len(), text.len()),
+    };
+    let calls = pythonic::read_call_lines(&text[body..inner_end])?;
+    let mut block = Block::new(end);
+    block.calls.extend(calls.into_iter().map(python_call));
+    Some(Found::Block(block))
 }
 
 /// A `{` or `[` in the text: a call if it starts call-shaped JSON, else prose.
@@ -416,7 +710,9 @@ fn read_bare(json: &mut Json, at: usize) -> Found {
 }
 
 /// Reads a value that followed a marker. Every element must be a call, and
-/// any that is not becomes a failure.
+/// any that is not becomes a failure. An empty list is no call at all: it is
+/// how SmolLM2 says that no function fits (`<tool_call>[]</tool_call>`), so
+/// the markup goes and nothing runs.
 fn explicit_readings(value: &Value, marker: &str) -> Vec<Reading> {
     let read = |item: &Value| match call_shape(item) {
         Ok((name, arguments)) => build_call(name, arguments, item),
@@ -427,11 +723,6 @@ fn explicit_readings(value: &Value, marker: &str) -> Vec<Reading> {
         }),
     };
     match value {
-        Value::Array(items) if items.is_empty() => vec![Err(Problem {
-            tool: None,
-            message: format!("the list after {marker} holds no call; {EXPECTED_SHAPE}"),
-            element: value.to_string(),
-        })],
         Value::Array(items) => items.iter().map(read).collect(),
         _ => vec![read(value)],
     }
@@ -1032,6 +1323,154 @@ mod tests {
         );
         assert_eq!(reply.calls, vec![call("search", json!({"query": "rust"}))]);
         assert_eq!(reply.content, "Let me look.\nOne moment.");
+    }
+
+    #[test]
+    fn smollm2_list_of_calls() {
+        let reply = parse(
+            "<tool_call>[\n{\"name\": \"a\", \"arguments\": {\"x\": 1}},\n{\"name\": \"b\", \"arguments\": {}}\n]</tool_call>",
+        );
+        assert_eq!(
+            reply.calls,
+            vec![call("a", json!({"x": 1})), call("b", json!({}))]
+        );
+        assert_eq!(reply.content, "");
+        assert!(reply.failures.is_empty());
+    }
+
+    #[test]
+    fn granite_list_after_its_marker() {
+        let reply = parse(
+            "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+        );
+        assert_eq!(
+            reply.calls,
+            vec![call("get_weather", json!({"city": "Oslo"}))]
+        );
+        assert_eq!(reply.content, "");
+    }
+
+    #[test]
+    fn lfm2_python_list_between_its_tokens() {
+        let reply = parse(
+            "Checking.<|tool_call_start|>[get_weather(city=\"Oslo\", days=2), get_time()]<|tool_call_end|>Done.",
+        );
+        assert_eq!(
+            reply.calls,
+            vec![
+                call("get_weather", json!({"city": "Oslo", "days": 2})),
+                call("get_time", json!({}))
+            ]
+        );
+        assert_eq!(reply.content, "Checking. Done.");
+        let broken = parse("<|tool_call_start|>[get_weather(city=)]<|tool_call_end|>");
+        assert!(broken.calls.is_empty());
+        assert_eq!(broken.failures[0].tool.as_deref(), Some("get_weather"));
+        assert!(
+            broken.failures[0].message.contains("Python list"),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn gemma_bare_python_list_only_as_the_whole_reply() {
+        let reply = parse(" [convert_currency(amount=100, from=\"USD\", to=\"EUR\")]\n");
+        assert_eq!(
+            reply.calls,
+            vec![call(
+                "convert_currency",
+                json!({"amount": 100, "from": "USD", "to": "EUR"})
+            )]
+        );
+        // Inside prose, or not a call list, it stays prose.
+        for prose in [
+            "See [note(a=1)] above.",
+            "[1, 2, 3]",
+            "[print(x) for x in y]",
+            "[]",
+        ] {
+            let reply = parse(prose);
+            assert!(reply.calls.is_empty(), "{prose}");
+            assert!(reply.failures.is_empty(), "{prose}");
+        }
+        let fenced = parse("```tool_code\nget_time(zone='UTC')\n```");
+        assert_eq!(fenced.calls, vec![call("get_time", json!({"zone": "UTC"}))]);
+        let example = parse("```python\nget_time(zone='UTC')\n```");
+        assert!(example.calls.is_empty());
+    }
+
+    #[test]
+    fn function_gemma_calls() {
+        let reply = parse(
+            "<start_function_call>call:get_current_weather{location:<escape>Tokyo, Japan<escape>}<end_function_call><start_function_call>call:ping{}<end_function_call>",
+        );
+        assert_eq!(
+            reply.calls,
+            vec![
+                call("get_current_weather", json!({"location": "Tokyo, Japan"})),
+                call("ping", json!({}))
+            ]
+        );
+        assert_eq!(reply.content, "");
+        let broken =
+            parse("<start_function_call>call:get_time{zone:<escape>UTC}<end_function_call>");
+        assert_eq!(broken.failures[0].tool.as_deref(), Some("get_time"));
+    }
+
+    #[test]
+    fn harmony_calls_with_the_recipient_before_or_after_the_channel() {
+        let reply = parse(
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"location\":\"Paris\"}<|call|>",
+        );
+        assert_eq!(
+            reply.calls,
+            vec![call("get_weather", json!({"location": "Paris"}))]
+        );
+        let reply =
+            parse(" to=functions.lookup<|channel|>commentary json<|message|>{\"q\": 1}<|call|>");
+        assert_eq!(reply.calls, vec![call("lookup", json!({"q": 1}))]);
+        let broken = parse(
+            "<|channel|>commentary to=functions.f <|constrain|>json<|message|>not json<|call|>",
+        );
+        assert_eq!(broken.failures[0].tool.as_deref(), Some("f"));
+        let prose = parse("Send it to=functions.x\nlater <|message|> now");
+        assert!(prose.calls.is_empty() && prose.failures.is_empty());
+    }
+
+    #[test]
+    fn answers_hold_no_call_or_result_markup() {
+        assert_eq!(
+            answer_text("It is 18 °C in Paris."),
+            "It is 18 °C in Paris."
+        );
+        assert_eq!(
+            answer_text(
+                "<tool_response>\n{\"name\": \"get_weather\", \"content\": 18}\n</tool_response>"
+            ),
+            ""
+        );
+        assert_eq!(
+            answer_text("Sure.\n<tool_response>{\"temp\": 18}</tool_response>\nIt is 18 degrees."),
+            "Sure.\nIt is 18 degrees."
+        );
+        assert_eq!(
+            answer_text("Done <tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call> and <tool_call>{\"name\""),
+            "Done and"
+        );
+        assert_eq!(answer_text("```tool_output\n18\n```\nWarm."), "Warm.");
+        assert_eq!(answer_text("Ok </tool_response> bye"), "Ok bye");
+        assert_eq!(answer_text("Run:\n```sh\nls\n```"), "Run:\n```sh\nls\n```");
+        assert_eq!(answer_text("<|tool_response_start|>x"), "");
+    }
+
+    #[test]
+    fn empty_list_after_a_marker_is_no_call() {
+        let reply = parse("<tool_call>[]</tool_call>No tool fits; Paris is in France.");
+        assert!(reply.calls.is_empty());
+        assert!(reply.failures.is_empty());
+        assert_eq!(reply.content, "No tool fits; Paris is in France.");
+        let reply = parse("[TOOL_CALLS][]");
+        assert_eq!(reply, ParsedReply::default());
     }
 
     #[test]

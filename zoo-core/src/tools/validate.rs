@@ -43,9 +43,13 @@ impl ArgumentValidator {
     }
 
     /// Checks `arguments`. The error lists every violation with its path,
-    /// worded for the model to correct its call.
+    /// worded for the model to correct its call. Besides the schema, a
+    /// string argument may not be the tool's own name: small models fill
+    /// a value they cannot find with the name they just wrote
+    /// (`add_to_shopping_list(item="add_to_shopping_list")`), which no
+    /// schema forbids and no user meant.
     pub fn validate(&self, arguments: &Value) -> Result<()> {
-        let problems: Vec<String> = self
+        let mut problems: Vec<String> = self
             .validator
             .iter_errors(arguments)
             .map(|e| {
@@ -57,6 +61,18 @@ impl ArgumentValidator {
                 }
             })
             .collect();
+        if let Value::Object(map) = arguments {
+            let name = comparable(&self.tool);
+            for (key, value) in map {
+                if matches!(value, Value::String(s) if comparable(s) == name) {
+                    problems.push(format!(
+                        "at `/{key}`: the value repeats the tool's name `{}`; give the value \
+                         the user asked for",
+                        self.tool
+                    ));
+                }
+            }
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -66,6 +82,15 @@ impl ArgumentValidator {
             })
         }
     }
+}
+
+/// A name or value reduced to what tells names apart: lower case, without
+/// separators (`get_weather`, `Get Weather` and `getweather` are alike).
+fn comparable(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// A word for a JSON value's kind, for messages.
@@ -84,6 +109,29 @@ pub fn kind_of(value: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_value_may_not_repeat_the_tool_name() {
+        let list = ArgumentValidator::new(
+            "add_to_shopping_list",
+            &json!({"type": "object", "properties": {"item": {"type": "string"}}}),
+        )
+        .unwrap();
+        assert!(list.validate(&json!({"item": "eggs"})).is_ok());
+        for repeat in [
+            "add_to_shopping_list",
+            "Add to shopping list",
+            " add-to-shopping-list ",
+        ] {
+            let e = list.validate(&json!({"item": repeat})).unwrap_err();
+            assert!(
+                e.to_string().contains(
+                    "at `/item`: the value repeats the tool's name `add_to_shopping_list`"
+                ),
+                "{e}"
+            );
+        }
+    }
 
     fn weather() -> ArgumentValidator {
         ArgumentValidator::new(

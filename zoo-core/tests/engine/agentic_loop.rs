@@ -424,3 +424,38 @@ fn panicking_callback_is_an_internal_error_not_a_dead_agent() {
     );
     assert_eq!(agent.history().len(), 2);
 }
+
+/// A reasoning model's thinking streams on its own channel and never
+/// reaches the text, whether a piece boundary falls inside a tag or not.
+#[test]
+fn thinking_streams_apart_from_the_text() {
+    let mock = MockBackend::with_script([MockReply::text(
+        "<think>Two plus two is four.</think>\n\nThe answer is 4.",
+    )]);
+    let agent = agent_on(&mock);
+    let (text, thinking) = (
+        Arc::new(Mutex::new(String::new())),
+        Arc::new(Mutex::new(String::new())),
+    );
+    let (t, k) = (text.clone(), thinking.clone());
+    let response = agent
+        .chat(
+            "2+2?",
+            ChatOptions::new()
+                .on_token(move |piece| t.lock().unwrap().push_str(piece))
+                .on_thinking(move |piece| k.lock().unwrap().push_str(piece)),
+        )
+        .wait()
+        .unwrap();
+    assert_eq!(response.text, "The answer is 4.");
+    assert_eq!(response.thinking.as_deref(), Some("Two plus two is four."));
+    assert_eq!(text.lock().unwrap().trim(), "The answer is 4.");
+    assert_eq!(thinking.lock().unwrap().trim(), "Two plus two is four.");
+    let history = agent.history();
+    let last = history.last().unwrap();
+    assert_eq!(last.content, "The answer is 4.");
+    assert_eq!(last.thinking.as_deref(), Some("Two plus two is four."));
+    // A reply without reasoning has none.
+    let plain = agent.chat("again", ChatOptions::new()).wait().unwrap();
+    assert_eq!(plain.thinking, None);
+}

@@ -6,6 +6,8 @@
 //! grammar when tools are in play. The chat's cancel flag is also llama.cpp's
 //! abort flag, so a stop interrupts even a long batch within milliseconds.
 
+mod argument_bias;
+mod calibration;
 mod grammar;
 mod logs;
 mod model;
@@ -24,6 +26,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
 
+pub use argument_bias::ArgumentBias;
 pub use model::{Model, ModelParams, ModelSummary};
 
 use self::model::ModelInner;
@@ -37,14 +40,13 @@ use crate::error::{Error, Result};
 use crate::logs::targets;
 use crate::message::Message;
 use crate::template::ChatTemplate;
+use crate::thinking::ThinkingFormat;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
-/// In `auto` mode, a reply to a user message is constrained to a tool call
-/// when the model's log-probability of opening one is above this. Measured on
-/// SmolLM2-135M (`examples/rust/tool_eval.rs`): prompts that need a tool score
+/// The `auto` call-or-prose threshold SmolLM2-135M was tuned with before it
+/// was measured per model (`calibration`): prompts that need a tool score
 /// -9.0 to -2.9 (median -5.2), prompts that need none -16.7 to -4.4 (median
-/// -10.3). Models trained for tools put nearly all weight (about 0) on the
-/// opening when a tool fits, so the bound holds for them too.
+/// -10.3) (`examples/rust/tool_eval.rs`). Kept to compare against.
 pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
 /// Tokens each tool call may take once it has begun, whatever the request's
 /// `max_tokens`: a call cut off by the reply limit is no call at all, so a
@@ -52,6 +54,12 @@ pub const CALL_OPENING_THRESHOLD: f32 = -6.5;
 /// `max_tokens` up to this hard cap. The call grammar bounds every string
 /// and array (`bound_for_grammar`), so real calls end far below it.
 pub const MAX_CALL_TOKENS: u32 = 1024;
+/// How a call's argument values are pulled toward the user's words by
+/// default (see [`ArgumentBias`]).
+pub const DEFAULT_ARGUMENT_BIAS: ArgumentBias = ArgumentBias::OFF;
+
+/// What opens a reasoning block in the `<think>` format.
+const THINK_OPEN: &str = "<think>";
 
 /// Fewest cached tokens worth a shift: below this, decoding them again
 /// costs about what the shift does.
@@ -109,8 +117,19 @@ pub struct LlamaBackend<'m> {
     sampling: Sampling,
     /// The grammar of the last tool set, which rarely changes between replies.
     grammar_cache: Option<(String, String)>,
+    /// The tokens that can begin the result marker (see [`Self::echo_openings`]),
+    /// worked out once per marker.
+    echo_cache: Option<(&'static str, Vec<LlamaToken>)>,
     /// Whether a forced call's tool is chosen by the score of its whole name.
     score_tool_names: bool,
+    /// How a call's argument values are pulled toward the question.
+    argument_bias: ArgumentBias,
+    /// A fixed call-or-prose threshold instead of the calibrated one.
+    fixed_threshold: Option<f32>,
+    /// Whether the last prompt ends inside an opened `<think>` (the
+    /// DeepSeek-R1 distills' templates open it): the reply then starts in
+    /// the model's reasoning.
+    opens_thinking: bool,
     /// Whether cached cells may be shifted into place (`Config::context_shift`).
     context_shift: bool,
     /// Thread counts, following the free cores unless the config fixes them.
@@ -169,7 +188,11 @@ impl<'m> LlamaBackend<'m> {
                 seed: config.seed.unwrap_or_else(random_seed),
             },
             grammar_cache: None,
+            echo_cache: None,
             score_tool_names: true,
+            argument_bias: DEFAULT_ARGUMENT_BIAS,
+            fixed_threshold: None,
+            opens_thinking: false,
             context_shift: config.context_shift,
             threads: ThreadPlanner::new(threads),
         })
@@ -190,6 +213,79 @@ impl<'m> LlamaBackend<'m> {
     /// For measuring what the scoring brings (`examples/rust/tool_eval.rs`).
     pub fn set_tool_name_scoring(&mut self, on: bool) {
         self.score_tool_names = on;
+    }
+
+    /// Sets how a call's argument values are pulled toward the user's
+    /// words (default [`DEFAULT_ARGUMENT_BIAS`]); for measuring what the
+    /// bias brings (`examples/rust/tool_eval.rs`).
+    pub fn set_argument_bias(&mut self, bias: ArgumentBias) {
+        self.argument_bias = bias;
+    }
+
+    /// Uses `threshold` for `auto`'s call-or-prose decision instead of the
+    /// one calibrated on the model (`None`, the default); for measuring what
+    /// the calibration brings (`examples/rust/tool_eval.rs`).
+    pub fn set_call_threshold(&mut self, threshold: Option<f32>) {
+        self.fixed_threshold = threshold;
+    }
+
+    /// The call-or-prose threshold of `auto` for this model and call
+    /// format: measured once on the probe prompts of `calibration` (their
+    /// trigger scores, each after its own prompt), then shared by every
+    /// agent on the model. `None` when the abort flag interrupted it.
+    fn call_threshold(&mut self, cancel: &CancelToken) -> Result<Option<f32>> {
+        if let Some(fixed) = self.fixed_threshold {
+            return Ok(Some(fixed));
+        }
+        let format = self.tool_call_format();
+        if let Some(&known) = self.model.call_thresholds.lock().get(&format) {
+            return Ok(Some(known));
+        }
+        let started = Instant::now();
+        let tools = calibration::probe_tools();
+        let mut scores = [Vec::new(), Vec::new()];
+        let probes = [&calibration::NEEDS_TOOL[..], &calibration::NEEDS_NONE[..]];
+        for (kind, prompts) in probes.into_iter().enumerate() {
+            for prompt in prompts {
+                let messages = calibration::probe_messages(prompt);
+                let request = GenerateRequest {
+                    messages: &messages,
+                    tools: &tools,
+                    tool_choice: &ToolChoice::Auto,
+                    max_tokens: None,
+                    max_calls: 1,
+                    stop: &[],
+                    cache_hint: super::CacheHint::default(),
+                    deadline: None,
+                };
+                if self.prepare_prompt(&request, cancel)?.is_none() {
+                    return Ok(None);
+                }
+                match self.trigger_logprob()? {
+                    Some(score) => scores[kind].push(score),
+                    None => return Ok(None),
+                }
+            }
+        }
+        let threshold = calibration::threshold(&scores[0], &scores[1]);
+        tracing::debug!(
+            ?format,
+            threshold,
+            calls = ?scores[0],
+            prose = ?scores[1],
+            ms = started.elapsed().as_millis() as u64,
+            "calibrated the call-or-prose threshold"
+        );
+        self.model.call_thresholds.lock().insert(format, threshold);
+        Ok(Some(threshold))
+    }
+
+    /// Teaches and parses `format` instead of the one detected from the
+    /// model (for comparing formats on one model, `examples/rust/tool_eval.rs`).
+    pub fn set_tool_call_format(&mut self, format: ToolCallFormat) {
+        self.template = self.template.clone().with_tool_format(format);
+        self.grammar_cache = None;
+        self.echo_cache = None;
     }
 
     /// Forgets the KV cache, so the next reply decodes its whole prompt.
@@ -351,6 +447,7 @@ impl<'m> LlamaBackend<'m> {
         let prompt = self
             .template
             .render(request.messages, request.tools, true)?;
+        self.opens_thinking = prompt.trim_end().ends_with(THINK_OPEN);
         let tokens = self.tokenize(&prompt, true);
         tracing::debug!(target: targets::PROMPT, form = "text", tokens = tokens.len(), "{prompt}");
         let n_ctx = self.ctx.n_ctx() as usize;
@@ -381,6 +478,25 @@ impl<'m> LlamaBackend<'m> {
         self.trigger_logprob()?.ok_or_else(cancelled)
     }
 
+    /// The log-probability of each of `texts` as the beginning of the reply
+    /// to `request`'s conversation (its prompt is decoded first, reusing the
+    /// cache). What the call-or-prose decision and the tool choice compare;
+    /// public for evaluating and calibrating them.
+    pub fn reply_logprobs(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        texts: &[&str],
+    ) -> Result<Vec<f32>> {
+        let cancelled = || Error::Cancelled("prompt decode".into());
+        self.ctx.set_abort_flag(None);
+        self.prepare_prompt(request, &CancelToken::new())?
+            .ok_or_else(cancelled)?;
+        texts
+            .iter()
+            .map(|text| self.continuation_logprob(text)?.ok_or_else(cancelled))
+            .collect()
+    }
+
     /// `None` when the abort flag interrupted the scoring.
     fn trigger_logprob(&mut self) -> Result<Option<f32>> {
         let trigger = self.tool_call_format().trigger();
@@ -401,7 +517,7 @@ impl<'m> LlamaBackend<'m> {
         let format = self.tool_call_format();
         let mut best: Option<(f32, &ToolDefinition)> = None;
         for tool in tools {
-            let opening = format!("{}{{\"name\": \"{}\"", format.prefix(), tool.name);
+            let opening = format.call_opening(&tool.name);
             let Some(score) = self.continuation_logprob(&opening)? else {
                 return Ok(None);
             };
@@ -479,27 +595,34 @@ impl<'m> LlamaBackend<'m> {
         self.decode(&[last], true)
     }
 
-    /// Whether an `auto` reply should be a tool call: only when it answers a
-    /// user message (after a tool result the model must be free to answer)
-    /// and the model's own weight on opening a call is above the threshold.
-    /// `None` when the abort flag interrupted the scoring.
-    fn should_open_call(&mut self, request: &GenerateRequest<'_>) -> Result<Option<bool>> {
+    /// Whether an `auto` reply must decide between a call and prose: it
+    /// answers a user message (after a tool result the model must be free
+    /// to answer) with tools to call.
+    fn decides_call(request: &GenerateRequest<'_>) -> bool {
         let answers_user = request
             .messages
             .last()
             .is_some_and(|m| m.role == crate::message::Role::User);
-        if request.tools.is_empty() || *request.tool_choice != ToolChoice::Auto || !answers_user {
+        !request.tools.is_empty() && *request.tool_choice == ToolChoice::Auto && answers_user
+    }
+
+    /// Whether an `auto` reply should be a tool call: when it decides one
+    /// (see [`Self::decides_call`]) and the model's own weight on opening a
+    /// call is above `threshold`. `None` when the abort flag interrupted
+    /// the scoring.
+    fn should_open_call(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        threshold: f32,
+    ) -> Result<Option<bool>> {
+        if !Self::decides_call(request) {
             return Ok(Some(false));
         }
         let Some(logprob) = self.trigger_logprob()? else {
             return Ok(None);
         };
-        tracing::debug!(
-            logprob,
-            threshold = CALL_OPENING_THRESHOLD,
-            "call-opening score"
-        );
-        Ok(Some(logprob > CALL_OPENING_THRESHOLD))
+        tracing::debug!(logprob, threshold, "call-opening score");
+        Ok(Some(logprob > threshold))
     }
 
     /// The tools a forced call may name: under `required` (or an `auto`
@@ -522,6 +645,40 @@ impl<'m> LlamaBackend<'m> {
             Some(tool) => CallTools::Only(vec![tool.clone()]),
             None => CallTools::Cancelled,
         })
+    }
+
+    /// The tokens an unconstrained reply to a tool result may not begin
+    /// with: every token that can start the format's result marker
+    /// (`<tool_response>`). Small models answer a result by echoing it in
+    /// that markup, which is no answer; denied the opening, they write
+    /// prose. The marker is compared after leading whitespace; a token
+    /// that could also open a call is denied too, so a call right after a
+    /// result (rare and mostly a repeat) needs some prose first.
+    fn echo_openings(&mut self, request: &GenerateRequest<'_>) -> &[LlamaToken] {
+        let after_result = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == crate::message::Role::Tool);
+        let marker = match self.template.tool_call_format().result_marker() {
+            Some(marker) if after_result => marker,
+            _ => return &[],
+        };
+        if !matches!(&self.echo_cache, Some((cached, _)) if *cached == marker) {
+            let vocab = self.model.llama.vocab();
+            let mut piece = Vec::new();
+            let tokens = (0..vocab.n_tokens())
+                .map(LlamaToken)
+                .filter(|&token| {
+                    piece.clear();
+                    vocab.token_to_piece_into(token, &mut piece, false, None);
+                    let text = String::from_utf8_lossy(&piece);
+                    let text = text.trim_start();
+                    !text.is_empty() && (marker.starts_with(text) || text.starts_with(marker))
+                })
+                .collect();
+            self.echo_cache = Some((marker, tokens));
+        }
+        self.echo_cache.as_ref().map_or(&[], |(_, tokens)| tokens)
     }
 
     /// The grammar for up to `max_calls` calls to `tools`, cached by tool
@@ -561,7 +718,10 @@ impl<'m> LlamaBackend<'m> {
             let grammar = self.grammar_for(format, tools, request.max_calls)?;
             let llama = &self.model.llama;
             chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
-        } else if !request.tools.is_empty() && *request.tool_choice == ToolChoice::Auto {
+        } else if !request.tools.is_empty()
+            && *request.tool_choice == ToolChoice::Auto
+            && !format.trigger_only_at_start()
+        {
             let grammar = self.grammar_for(format, request.tools, request.max_calls)?;
             let llama = &self.model.llama;
             chain.push(
@@ -638,6 +798,10 @@ impl Backend for LlamaBackend<'_> {
     fn tool_call_format(&self) -> ToolCallFormat {
         self.template.tool_call_format()
     }
+
+    fn thinking_format(&self) -> ThinkingFormat {
+        self.template.thinking_format()
+    }
 }
 
 impl LlamaBackend<'_> {
@@ -653,12 +817,22 @@ impl LlamaBackend<'_> {
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut generation = Generation {
             text: String::new(),
+            thinking: String::new(),
             finish: FinishReason::Cancelled,
             prompt_tokens: 0,
             cached_tokens: 0,
             completion_tokens: 0,
             prompt_time: Duration::ZERO,
             generation_time: Duration::ZERO,
+        };
+        // The threshold is measured before this prompt is decoded: its
+        // probes take the cache.
+        let threshold = match Self::decides_call(request) {
+            true => match self.call_threshold(cancel)? {
+                Some(threshold) => threshold,
+                None => return Ok(generation),
+            },
+            false => f32::INFINITY,
         };
         let prepared = self.prepare_prompt(request, cancel)?;
         generation.prompt_time = started.elapsed();
@@ -668,7 +842,7 @@ impl LlamaBackend<'_> {
         generation.prompt_tokens = prompt_tokens as u32;
         generation.cached_tokens = reused as u32;
 
-        let Some(force_call) = self.should_open_call(request)? else {
+        let Some(force_call) = self.should_open_call(request, threshold)? else {
             return Ok(generation);
         };
         let call_tools = match self.call_tools(request, force_call)? {
@@ -677,6 +851,20 @@ impl LlamaBackend<'_> {
             CallTools::Only(tools) => Some(tools),
         };
         let (mut sampler, constrained) = self.sampler(request, call_tools.as_deref())?;
+        let denied_openings = match constrained {
+            true => Vec::new(),
+            false => self.echo_openings(request).to_vec(),
+        };
+        // Only where the grammar writes the tool's name (a call to one
+        // tool): elsewhere the bias on name tokens would sway the choice of
+        // the tool itself.
+        let argument_bias = match call_tools.as_deref() {
+            Some([_]) => {
+                self.argument_bias
+                    .logits(&self.model.llama, request.messages, request.tools)
+            }
+            _ => Vec::new(),
+        };
         // Each call the grammar admits gets its own budget.
         let calls_budget = MAX_CALL_TOKENS.saturating_mul(request.max_calls.max(1));
         let mut limit = match constrained {
@@ -685,12 +873,17 @@ impl LlamaBackend<'_> {
         };
         let mut call_begun = constrained;
         let mut repetition = RepetitionGuard::default();
-        let trigger = self.template.tool_call_format().trigger();
+        let format = self.template.tool_call_format();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(request.stop);
         let mut piece = Vec::with_capacity(32);
         let gen_started = Instant::now();
+        // A reply whose prompt opened the reasoning reads, to the engine,
+        // like one that opens it itself.
+        if self.opens_thinking && !constrained {
+            emit(&mut generation.text, on_piece, "<think>\n");
+        }
         let finish = loop {
             if cancel.is_cancelled() {
                 break FinishReason::Cancelled;
@@ -700,7 +893,15 @@ impl LlamaBackend<'_> {
             {
                 break FinishReason::Length;
             }
-            let Some(token) = sample_checked(&self.ctx, &mut sampler) else {
+            let denied: &[LlamaToken] = match generation.text.trim().is_empty() {
+                true => &denied_openings,
+                false => &[],
+            };
+            let bias: &[(LlamaToken, f32)] = match call_begun {
+                true => &argument_bias,
+                false => &[],
+            };
+            let Some(token) = sample_checked(&self.ctx, &mut sampler, denied, bias) else {
                 // The lazy grammar refused the text around its trigger (a
                 // token that ends the trigger and begins something the
                 // call cannot hold): the reply ends before that token, and
@@ -721,7 +922,7 @@ impl LlamaBackend<'_> {
             }
             generation.completion_tokens += 1;
             piece.clear();
-            vocab.token_to_piece_into(token, &mut piece, false, None);
+            text::reply_piece(&vocab, token, &mut piece);
             let text = utf8.push(&piece);
             let stop_hit = match stops.push(&text) {
                 StopScan::Continue(out) => {
@@ -736,7 +937,7 @@ impl LlamaBackend<'_> {
             if stop_hit {
                 break FinishReason::Stop;
             }
-            if !call_begun && lazy_call_begun(request, &generation.text, trigger) {
+            if !call_begun && lazy_call_begun(request, &generation.text, format) {
                 call_begun = true;
                 limit = limit.max(generation.completion_tokens.saturating_add(calls_budget));
             }
@@ -758,14 +959,33 @@ impl LlamaBackend<'_> {
     }
 }
 
-/// Samples the next token and lets the sampler accept it, through the
-/// wrapper that catches C++ exceptions. `llama_sampler_sample` accepts
+/// Samples the next token (never one of `denied`, the logits of `bias`
+/// shifted) and lets the sampler accept it, through the wrapper that
+/// catches C++ exceptions. `llama_sampler_sample` accepts
 /// without one, and a lazy grammar throws when the token that completes its
 /// trigger carries text the grammar cannot begin with (`<tool_call>[` for a
 /// grammar that wants `<tool_call>\n{`): unwinding a C++ exception through
 /// Rust aborts the process. `None` when the sampler refused the token.
-fn sample_checked(ctx: &LlamaContext<'_>, sampler: &mut LlamaSampler) -> Option<LlamaToken> {
+fn sample_checked(
+    ctx: &LlamaContext<'_>,
+    sampler: &mut LlamaSampler,
+    denied: &[LlamaToken],
+    bias: &[(LlamaToken, f32)],
+) -> Option<LlamaToken> {
     let mut candidates = ctx.token_data_array_ith(-1);
+    // The array holds every token of the vocabulary in id order.
+    let changes = denied
+        .iter()
+        .map(|&token| (token, None))
+        .chain(bias.iter().map(|&(token, delta)| (token, Some(delta))));
+    for (token, delta) in changes {
+        if let Some(data) = candidates.data.get_mut(token.0 as usize) {
+            if data.id() == token {
+                let logit = delta.map_or(f32::NEG_INFINITY, |d| data.logit() + d);
+                data.set_logit(logit);
+            }
+        }
+    }
     sampler.apply(&mut candidates);
     let token = candidates.selected_token()?;
     sampler.try_accept(token).ok()?;
@@ -773,13 +993,18 @@ fn sample_checked(ctx: &LlamaContext<'_>, sampler: &mut LlamaSampler) -> Option<
 }
 
 /// Whether an `auto` reply has begun a call, which its lazy grammar now
-/// constrains: from then on the call may run past `max_tokens`.
+/// constrains: from then on the call may run past `max_tokens`. Formats
+/// without a lazy grammar (a bare Python list) never begin one this way.
 /// Only the end of `text` is searched (the trigger arrives there), so the
 /// check stays constant per token however long the reply.
-fn lazy_call_begun(request: &GenerateRequest<'_>, text: &str, trigger: &str) -> bool {
-    if *request.tool_choice != ToolChoice::Auto || request.tools.is_empty() {
+fn lazy_call_begun(request: &GenerateRequest<'_>, text: &str, format: ToolCallFormat) -> bool {
+    if *request.tool_choice != ToolChoice::Auto
+        || request.tools.is_empty()
+        || format.trigger_only_at_start()
+    {
         return false;
     }
+    let trigger = format.trigger();
     let mut start = text.len().saturating_sub(trigger.len() + 64);
     while !text.is_char_boundary(start) {
         start -= 1;

@@ -1,6 +1,7 @@
 //! `Model`: a GGUF file loaded once and shared (reference-counted) by any
 //! number of agents, each with its own context.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -16,6 +17,7 @@ use super::logs;
 use crate::config::{read_settings, Config, Given, Rule, Settings, GPU_LAYERS};
 use crate::error::{Error, Result};
 use crate::template::{ModelMetadata, SpecialTokens};
+use crate::tools::ToolCallFormat;
 
 /// llama.cpp's global state: `LlamaBackend::init()` succeeds once per
 /// process, so one is kept for the life of the process.
@@ -115,6 +117,9 @@ pub(crate) struct ModelInner {
     pub(crate) llama: LlamaModel,
     pub(crate) path: String,
     pub(crate) metadata: ModelMetadata,
+    /// The `auto` call-or-prose threshold measured on this model, per call
+    /// format (see `calibration`): every agent on the model shares it.
+    pub(crate) call_thresholds: parking_lot::Mutex<HashMap<ToolCallFormat, f32>>,
 }
 
 /// A loaded GGUF model. Cloning is cheap and shares the weights.
@@ -194,6 +199,7 @@ impl Model {
                 llama,
                 path: shown,
                 metadata,
+                call_thresholds: Default::default(),
             }),
         })
     }

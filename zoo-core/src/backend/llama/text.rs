@@ -2,6 +2,46 @@
 //! character, and text that may be the start of a stop string is held back
 //! until it is known not to be one.
 
+/// Control tokens whose text a reply keeps: the markers of tool calls and
+/// of reasoning, which the engine reads (and then hides from the answer).
+/// Other control tokens write nothing, as llama.cpp renders them for text.
+const KEPT_MARKERS: [&str; 17] = [
+    "<tool_call>",
+    "</tool_call>",
+    "<|python_tag|>",
+    "[TOOL_CALLS]",
+    "<|tool_call|>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<escape>",
+    "<think>",
+    "</think>",
+    "<|channel|>",
+    "<|message|>",
+    "<|constrain|>",
+    "<|start|>",
+    "<|end|>",
+];
+
+/// The bytes a generated token adds to the reply: its text, or for a
+/// control token that marks a call or reasoning, that marker.
+pub(crate) fn reply_piece(
+    vocab: &llama_cpp_2::vocab::LlamaVocab<'_>,
+    token: llama_cpp_2::token::LlamaToken,
+    out: &mut Vec<u8>,
+) {
+    vocab.token_to_piece_into(token, out, false, None);
+    if !out.is_empty() {
+        return;
+    }
+    vocab.token_to_piece_into(token, out, true, None);
+    if !KEPT_MARKERS.iter().any(|m| m.as_bytes() == out.as_slice()) {
+        out.clear();
+    }
+}
+
 /// Assembles UTF-8 from token pieces that may end mid-character.
 #[derive(Debug, Default)]
 pub(crate) struct Utf8Decoder {

@@ -405,6 +405,7 @@ impl RemoteBackend {
         });
         Generation {
             text: reply.text,
+            thinking: reply.reasoning,
             finish,
             prompt_tokens: usage.prompt_tokens,
             cached_tokens: usage.cached_tokens.min(usage.prompt_tokens),
@@ -798,6 +799,7 @@ fn append(error: Error, text: &str) -> Error {
 fn cut_before_reply(finish: FinishReason, started: Instant) -> Generation {
     Generation {
         text: String::new(),
+        thinking: String::new(),
         finish,
         prompt_tokens: 0,
         cached_tokens: 0,

@@ -1,9 +1,14 @@
-//! GBNF grammars for tool calls, built from the tools' JSON schemas with
-//! llama.cpp's own converter (`json_schema_to_grammar`) and wrapped in the
-//! call format's literal prefix and suffix.
+//! GBNF grammars for tool calls, wrapped in the call format's literal
+//! prefix and suffix. Calls written as a JSON object with the tool's name
+//! are built from the tools' JSON schemas with llama.cpp's own converter
+//! (`json_schema_to_grammar`); the other syntaxes (Python calls,
+//! FunctionGemma's, harmony's) by `syntax`.
 
+mod syntax;
+
+use self::syntax::{gbnf_literal, Rules};
 use crate::error::{Error, Result};
-use crate::tools::{ToolCallFormat, ToolDefinition};
+use crate::tools::{CallSyntax, ToolCallFormat, ToolDefinition};
 
 /// A grammar for one to `max_calls` calls to `tools`, in `format`. The
 /// converter's whitespace rule is bounded (at most two newlines and twenty
@@ -13,6 +18,27 @@ pub(crate) fn tool_call_grammar(
     tools: &[ToolDefinition],
     max_calls: u32,
 ) -> Result<String> {
+    let body = match format.syntax() {
+        CallSyntax::Json => json_call_rules(format, tools)?,
+        syntax => {
+            let mut rules = Rules::default();
+            let alternatives: Vec<String> = tools
+                .iter()
+                .map(|tool| syntax::call_rule(&mut rules, syntax, tool))
+                .collect();
+            format!("call ::= {}\n{}", alternatives.join(" | "), rules.render())
+        }
+    };
+    Ok(format!(
+        "root ::= {}\n{}\n",
+        calls_rule(format, max_calls),
+        body
+    ))
+}
+
+/// The `call` rule and its helpers for the JSON syntax, from llama.cpp's
+/// converter.
+fn json_call_rules(format: ToolCallFormat, tools: &[ToolDefinition]) -> Result<String> {
     let schema = format.call_schema(tools);
     let converted = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
         Error::ToolValidationFailed {
@@ -41,41 +67,27 @@ pub(crate) fn tool_call_grammar(
             "json_schema_to_grammar produced no root rule".into(),
         ));
     }
-    Ok(format!(
-        "root ::= {}\n{}\n",
-        calls_rule(format, max_calls),
-        body.join("\n")
-    ))
+    Ok(body.join("\n"))
 }
 
 /// The top rule: one call, or up to `max_calls` written as the parser
-/// reads several (a list inside one `[TOOL_CALLS][...]` for Mistral, one
-/// call per line otherwise).
+/// reads several (one list for the formats that have one, such as
+/// Mistral's `[TOOL_CALLS][...]` and SmolLM2's `<tool_call>[...]</tool_call>`,
+/// one call per line otherwise).
 fn calls_rule(format: ToolCallFormat, max_calls: u32) -> String {
     let (prefix, suffix) = (gbnf_literal(format.prefix()), gbnf_literal(format.suffix()));
     let more = max_calls.max(1) - 1;
-    match (more, format) {
+    match (more, format.list_separator()) {
         (0, _) => format!("{prefix} call {suffix}"),
-        (_, ToolCallFormat::Mistral) => format!("{prefix} call (\", \" call){{0,{more}}} {suffix}"),
-        _ => format!("{prefix} call {suffix} (\"\\n\" {prefix} call {suffix}){{0,{more}}}"),
+        (_, Some(separator)) => format!(
+            "{prefix} call ({} call){{0,{more}}} {suffix}",
+            gbnf_literal(separator)
+        ),
+        _ => format!(
+            "{prefix} call {suffix} ({} {prefix} call {suffix}){{0,{more}}}",
+            gbnf_literal(format.call_separator())
+        ),
     }
-}
-
-/// A GBNF string literal (an empty string becomes an empty literal).
-fn gbnf_literal(text: &str) -> String {
-    let mut out = String::from("\"");
-    for ch in text.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -111,6 +123,10 @@ mod tests {
             r#""[TOOL_CALLS][" call (", " call){0,7} "]""#
         );
         assert_eq!(calls_rule(ToolCallFormat::Llama3, 0), r#""" call """#);
+        assert_eq!(
+            calls_rule(ToolCallFormat::SmolLm2, 2),
+            r#""<tool_call>[" call (", " call){0,1} "]</tool_call>""#
+        );
         let text = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
         let names: Vec<String> = crate::tools::parser::parse(text)
             .calls
@@ -119,6 +135,13 @@ mod tests {
             .collect();
         assert_eq!(names, ["a", "b"]);
         let text = "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]";
+        let names: Vec<String> = crate::tools::parser::parse(text)
+            .calls
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        let text = "<tool_call>[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]</tool_call>";
         let names: Vec<String> = crate::tools::parser::parse(text)
             .calls
             .into_iter()
