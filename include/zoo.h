@@ -1125,8 +1125,8 @@ enum zoo_status zoo_confirmation_set_error(struct zoo_confirmation *confirmation
  * @param message The user's message (UTF-8).
  * @param options The chat's options, or NULL for the agent's defaults.
  * @param callbacks The chat's callbacks, or NULL for none.
- * @param out_response_json On success, the response (`text`, `stop_reason`, `tool_calls`,
- * `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
+ * @param out_response_json On success, the response (`text`, `thinking` when the model
+ * reasoned, `stop_reason`, `tool_calls`, `tool_errors`, `usage`, `metrics`); free it with `zoo_string_free`.
  * @param out_error On failure, the error message (may be NULL; free it with
  * `zoo_string_free`).
  * @return `ZOO_OK`, `ZOO_INVALID_ARGUMENT` (NULLs, bad UTF-8, a bad tool choice, or a call

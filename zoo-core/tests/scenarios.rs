@@ -604,7 +604,7 @@ fn check_format(scenario: &Value) -> Result<(), String> {
 
 /// The shape of scripted hooks: each point's rules, a matcher and one action.
 fn check_hooks(hooks: &Value, at: &str) -> Result<(), String> {
-    const POINTS: [(&str, &[&str]); 6] = [
+    const POINTS: [(&str, &[&str]); 7] = [
         ("input_filter", &["contains", "warn", "reject", "throw"]),
         ("before_turn", &["turn", "end", "throw"]),
         ("after_turn", &["turn", "throw"]),

@@ -310,7 +310,8 @@ impl Turn<'_, '_> {
             self.thinking = generation.thinking.clone();
             match generation.finish {
                 FinishReason::Cancelled if !self.cancel.is_cancelled() => {
-                    self.interrupted(unfinished_prose(&definitions, &generation.text))?;
+                    let prose = self.unfinished_prose(&generation.text);
+                    self.interrupted(prose)?;
                     continue;
                 }
                 FinishReason::Cancelled => {

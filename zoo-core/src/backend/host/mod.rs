@@ -306,8 +306,9 @@ impl Backend for HostBackend {
         if finish == FinishReason::Stop {
             self.calls = std::mem::take(&mut reply.calls);
         }
+        let generation = reply.generation(request, finish, started);
         self.last_thinking = std::mem::take(&mut reply.thinking);
-        Ok(reply.generation(request, finish, started))
+        Ok(generation)
     }
 
     fn count_tokens(&mut self, message: &Message) -> Result<u32> {
@@ -487,6 +488,7 @@ impl<'a> Reply<'a> {
         let prompt_time = self.first_item.unwrap_or(total);
         Generation {
             text: self.text.clone(),
+            thinking: self.thinking.clone(),
             finish,
             prompt_tokens: usage.prompt_tokens,
             cached_tokens: usage.cached_tokens.min(usage.prompt_tokens),
