@@ -1126,6 +1126,14 @@ static void replay_generate(void *user_data, const char *request_json, size_t le
     jv request = jv_of(request_json);
     jv messages = jv_get(request, "messages");
     char *text = replay_text(r, messages);
+    /* A reasoning model behind a host gives its reasoning apart. */
+    char *end = strncmp(text, "<think>", 7) == 0 ? strstr(text, "</think>") : NULL;
+    if (end) {
+        zoo_backend_sink_emit_thinking(sink, text + 7, (size_t)(end - text - 7), NULL, NULL);
+        const char *answer = end + strlen("</think>");
+        while (*answer == ' ' || *answer == '\n' || *answer == '\t' || *answer == '\r') answer++;
+        memmove(text, answer, strlen(answer) + 1);
+    }
     size_t ends[4096];
     size_t pieces = replay_pieces(text, ends, sizeof ends / sizeof *ends);
     jv max_tokens = jv_get(request, "max_tokens");

@@ -281,7 +281,13 @@ function replay(mock) {
   return {
     async *generate(request) {
       const users = request.messages.filter((m) => m.role === 'user')
-      const text = replies.length ? replies.shift() : `echo: ${users.at(-1)?.content ?? ''}`
+      let text = replies.length ? replies.shift() : `echo: ${users.at(-1)?.content ?? ''}`
+      // A reasoning model behind a host gives its reasoning apart.
+      const end = text.indexOf('</think>')
+      if (text.startsWith('<think>') && end >= 0) {
+        yield { type: 'thinking', text: text.slice('<think>'.length, end) }
+        text = text.slice(end + '</think>'.length).trimStart()
+      }
       const every = pieces(text)
       const sent = request.maxTokens === null ? every : every.slice(0, request.maxTokens)
       let kept = sent.join('')

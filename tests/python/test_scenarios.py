@@ -298,6 +298,11 @@ class Replay:
     def generate(self, request: zk.BackendRequest) -> Iterator[zk.BackendItem]:
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         text = self.replies.pop(0) if self.replies else f"echo: {users[-1] if users else ''}"
+        # A reasoning model behind a host gives its reasoning apart.
+        if text.startswith("<think>") and "</think>" in text:
+            thinking, text = text[len("<think>"):].split("</think>", 1)
+            text = text.lstrip()
+            yield {"type": "thinking", "text": thinking}
         every = pieces(text)
         sent = every if request.max_tokens is None else every[: request.max_tokens]
         kept = "".join(sent)

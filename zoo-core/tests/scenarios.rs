@@ -947,12 +947,29 @@ fn words(text: &str) -> Vec<&str> {
     pieces
 }
 
+/// A scripted reply's leading `<think>...</think>`, split into the
+/// reasoning and the answer after it.
+fn reasoning(text: &str) -> Option<(&str, &str)> {
+    let (thinking, answer) = text.strip_prefix("<think>")?.split_once("</think>")?;
+    Some((thinking, answer.trim_start()))
+}
+
 impl HostModel for Replay {
     fn generate(&mut self, request: &HostRequest, sink: &HostSink) -> Result<(), String> {
         let text = self.replies.pop_front().unwrap_or_else(|| {
             let last_user = request.messages.iter().rev().find(|m| m.role == Role::User);
             format!("echo: {}", last_user.map_or("", |m| m.content.as_str()))
         });
+        // A reasoning model behind a host gives its reasoning apart.
+        let text = match reasoning(&text) {
+            Some((thinking, answer)) => {
+                sink.emit(HostOutput::Thinking {
+                    text: thinking.to_owned(),
+                });
+                answer.to_owned()
+            }
+            None => text,
+        };
         let pieces = words(&text);
         let max = request.max_tokens.map_or(usize::MAX, |m| m as usize);
         let sent: String = pieces.iter().take(max).copied().collect();
