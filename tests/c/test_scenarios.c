@@ -896,7 +896,7 @@ static bool run_chat(zoo_agent *agent, jv step, const char *at) {
     jv duration = jv_get(opts, "max_duration_ms");
     if (jv_ok(duration)) options.max_duration_ms = (uint64_t)jv_num(duration);
     event_log log = {NULL, 0, 0};
-    zoo_chat_callbacks callbacks = {NULL, on_event, NULL, &log, NULL};
+    zoo_chat_callbacks callbacks = {.on_event = on_event, .user_data = &log};
     char *out = NULL, *err = NULL;
     zoo_status status;
     if (message) status = zoo_agent_chat(agent, message, &options, &callbacks, &out, &err);
