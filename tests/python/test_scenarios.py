@@ -262,6 +262,9 @@ def typed_matches_raw(response: zk.Response, at: str) -> None:
     typed = dataclasses.asdict(response)
     typed.pop("raw")
     raw = json.loads(json.dumps(response.raw))
+    # The engine leaves out what a reply did not have; the dataclasses
+    # hold None for it.
+    raw.setdefault("thinking", None)
     for call in raw["tool_calls"]:
         call.setdefault("result", None)
         call.setdefault("error", None)
