@@ -54,6 +54,7 @@ pub mod provider;
 pub mod pyjson;
 pub mod response;
 pub mod session;
+pub(crate) mod settings;
 pub mod skills;
 pub mod template;
 pub mod thinking;
@@ -73,7 +74,7 @@ pub use backend::remote::{
 };
 pub use backend::{Backend, RetryInfo};
 pub use cancel::CancelToken;
-pub use config::{Config, QueueMode, TemplateChoice, ToolChoice, ToolExecution};
+pub use config::{Config, QueueMode, TemplateChoice, ToolExecution};
 pub use engine::hooks::{ContextRequest, Hooks, InputDecision, ToolCallDecision, TurnDecision};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{AgentEvent, EventKind};
@@ -85,4 +86,5 @@ pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecor
 pub use session::{SessionData, SessionInfo, SessionStore};
 pub use template::TemplateFamily;
 pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
+pub use tools::ToolChoice;
 pub use tools::{ToolCallFormat, ToolContext, ToolDefinition, ToolOutput};

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
-use crate::config::ToolChoice;
 use crate::error::Result;
 use crate::message::Message;
 use crate::thinking::ThinkingFormat;
+use crate::tools::ToolChoice;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// What the engine tells the backend about the KV cache: how many leading

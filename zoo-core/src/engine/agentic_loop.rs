@@ -49,7 +49,7 @@ use crate::backend::{
     Backend, CacheHint, FinishReason, GenerateRequest, Generation, NativeToolCall,
 };
 use crate::cancel::CancelToken;
-use crate::config::{ToolChoice, ToolExecution};
+use crate::config::ToolExecution;
 use crate::context::{cut_middle, CompactionLevel, ContextStrategy, Pass};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{AgentEvent, EventKind};
@@ -61,6 +61,7 @@ use crate::tools::context::{Drained, Report, ToolContext};
 use crate::tools::output::Delivered;
 use crate::tools::parser::{self, ParseFailure, ParsedCall, ParsedReply};
 use crate::tools::registry::ToolRegistry;
+use crate::tools::ToolChoice;
 use crate::tools::ToolDefinition;
 
 /// Tokens kept free for the reply when `max_tokens` is not set.

@@ -1,11 +1,11 @@
 //! Per-chat options: callbacks, this turn's context and limits.
 
 use crate::cancel::CancelToken;
-use crate::config::ToolChoice;
 use crate::engine::hooks::Hooks;
 use crate::error::Result;
 use crate::event::AgentEvent;
 use crate::response::Response;
+use crate::tools::ToolChoice;
 
 /// Receives reply text as it is generated (never a split UTF-8 character).
 pub type TokenCallback = Box<dyn FnMut(&str) + Send>;

@@ -3,6 +3,7 @@
 
 pub mod builtin;
 pub mod call_format;
+pub mod choice;
 pub mod context;
 pub mod function_gemma;
 pub mod output;
@@ -13,6 +14,7 @@ pub mod typed;
 pub mod validate;
 
 pub use call_format::{CallSyntax, ToolCallFormat};
+pub use choice::ToolChoice;
 pub use context::ToolContext;
 pub use output::ToolOutput;
 

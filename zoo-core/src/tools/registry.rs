@@ -13,8 +13,8 @@ use super::output::ToolOutput;
 use super::validate::ArgumentValidator;
 use super::ToolDefinition;
 use crate::cancel::CancelToken;
-use crate::config::{describe, non_finite_at, non_finite_name};
 use crate::error::{Error, Result};
+use crate::settings::{describe, non_finite_at, non_finite_name};
 
 /// What a handler returns: a JSON result, or a message the model will read.
 pub type ToolResult = std::result::Result<Value, String>;

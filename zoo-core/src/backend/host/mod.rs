@@ -44,14 +44,12 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use self::sink::Delivery;
 use self::thread::{HostThread, Job};
 use super::remote::{RemoteBackend, ThinkingLevel, DEFAULT_CONTEXT_SIZE};
 use super::{Backend, FinishReason, GenerateRequest, Generation, NativeToolCall};
 use crate::cancel::CancelToken;
-use crate::config::{Config, Settings};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::logs::targets;
 use crate::message::Message;
@@ -98,29 +96,7 @@ pub trait HostModel: Send + 'static {
     }
 }
 
-/// The `host` provider: settings of an agent whose backend is given as an
-/// object of the host language (the object itself is passed beside the
-/// config, never in it). Optional:
-///
-/// ```json
-/// {"provider": {"type": "host", "thinking": "low"}}
-/// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HostProvider {
-    /// The thinking level each request carries (`off` by default).
-    pub thinking: ThinkingLevel,
-}
-
-/// The keys of `{"type": "host", ...}` and their rules.
-pub(crate) const HOST_KEYS: Settings = Settings {
-    name: "host provider",
-    example: r#"{"type": "host", "thinking": "low"}"#,
-    keys: &[
-        ("type", crate::backend::remote::TYPE_RULE),
-        ("thinking", crate::backend::remote::THINKING_RULE),
-    ],
-};
+pub use crate::provider::host::HostProvider;
 
 /// What an agent created by config alone is told when its provider is
 /// `host`: the object has to be given.

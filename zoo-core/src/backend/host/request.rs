@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::remote::ThinkingLevel;
 use crate::backend::GenerateRequest;
-use crate::config::{Config, ToolChoice};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::message::Message;
+use crate::tools::ToolChoice;
 use crate::tools::ToolDefinition;
 
 /// One reply for a host backend to generate:

@@ -35,12 +35,13 @@ use self::text::{StopMatcher, StopScan, Utf8Decoder};
 use self::threads::{Generating, ThreadPlanner, ThreadSetting};
 use super::{Backend, FinishReason, GenerateRequest, Generation};
 use crate::cancel::CancelToken;
-use crate::config::{Config, ToolChoice};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::logs::targets;
 use crate::message::Message;
 use crate::template::ChatTemplate;
 use crate::thinking::ThinkingFormat;
+use crate::tools::ToolChoice;
 use crate::tools::{ToolCallFormat, ToolDefinition};
 
 /// The `auto` call-or-prose threshold SmolLM2-135M was tuned with before it

@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::logs;
-use crate::config::{read_settings, Config, Given, Rule, Settings, GPU_LAYERS};
+use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::settings::{read_settings, Given, Rule, Settings, GPU_LAYERS};
 use crate::template::{ModelMetadata, SpecialTokens};
 use crate::tools::ToolCallFormat;
 

@@ -27,11 +27,11 @@ use serde_json::{json, Map, Value as Json};
 
 use super::protocol::Sampling;
 use super::reply::{error_text, excerpt, ChunkError, Ending, Reply, ReportedUsage};
-use super::settings::ThinkingLevel;
 use super::signed::Signed;
 use crate::backend::GenerateRequest;
-use crate::config::ToolChoice;
 use crate::message::{Message, Role};
+use crate::provider::remote::ThinkingLevel;
+use crate::tools::ToolChoice;
 use crate::tools::ToolDefinition;
 
 /// The API version every request names (a `headers` entry overrides it).

@@ -30,11 +30,11 @@ use serde_json::{json, Map, Value as Json};
 use super::gemini_schema::{has_parameters, to_gemini};
 use super::protocol::{f32_json, Sampling};
 use super::reply::{error_text, excerpt, ChunkError, Ending, Reply, ReportedUsage};
-use super::settings::ThinkingLevel;
 use super::signed::Signed;
 use crate::backend::GenerateRequest;
-use crate::config::ToolChoice;
 use crate::message::{Message, Role};
+use crate::provider::remote::ThinkingLevel;
+use crate::tools::ToolChoice;
 use crate::tools::ToolDefinition;
 
 /// What Google's documentation says to send as the signature of a call

@@ -35,15 +35,13 @@ mod openai;
 mod protocol;
 mod reply;
 mod retry;
-mod settings;
 mod signed;
 mod sse;
 
-pub use settings::{
+pub use crate::provider::remote::{
     AnthropicProvider, GeminiProvider, MaxTokensField, OpenAiProvider, ThinkingLevel,
     ANTHROPIC_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, GEMINI_BASE_URL,
 };
-pub(crate) use settings::{ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS, THINKING_RULE, TYPE_RULE};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -13,10 +13,10 @@ use serde_json::{json, Map, Value as Json};
 
 use super::protocol::{f32_json, Sampling};
 use super::reply::{error_text, excerpt, ChunkError, Ending, Reply, ReportedUsage};
-use super::settings::MaxTokensField;
 use crate::backend::GenerateRequest;
-use crate::config::ToolChoice;
 use crate::message::{Message, Role};
+use crate::provider::remote::MaxTokensField;
+use crate::tools::ToolChoice;
 
 /// The JSON body of a streamed Chat Completions request.
 pub(crate) fn request_body(

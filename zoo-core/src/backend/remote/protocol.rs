@@ -10,8 +10,8 @@ use super::anthropic::{self, Anthropic};
 use super::gemini::{self, Gemini};
 use super::openai;
 use super::reply::{ChunkError, Reply};
-use super::settings::MaxTokensField;
 use crate::backend::GenerateRequest;
+use crate::provider::remote::MaxTokensField;
 
 /// The sampling settings sent with every request (the agent's own).
 #[derive(Debug, Clone, PartialEq)]

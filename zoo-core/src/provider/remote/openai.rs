@@ -11,8 +11,8 @@ use super::{
     DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, HEADERS_RULE, MAX_RETRIES_RULE, TIMEOUT_RULE,
     TYPE_RULE,
 };
-use crate::config::{describe, Rule, Settings};
 use crate::error::{Error, Result};
+use crate::settings::{describe, Rule, Settings};
 
 /// Which request field carries the reply's token limit. OpenAI's newer
 /// models take only `max_completion_tokens`; most other servers (llama.cpp,

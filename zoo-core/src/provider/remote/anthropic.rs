@@ -10,7 +10,7 @@ use super::{
     BASE_URL_RULE, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, HEADERS_RULE, MAX_RETRIES_RULE,
     MODEL_REQUIRED_RULE, THINKING_RULE, TIMEOUT_RULE, TYPE_RULE,
 };
-use crate::config::Settings;
+use crate::settings::Settings;
 
 /// Anthropic's API, where requests go unless `base_url` says otherwise.
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";

@@ -27,13 +27,18 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::backend::host::{HostProvider, HOST_KEYS};
-use crate::backend::mock::{MockBackend, MockReply};
-use crate::backend::remote::{
-    AnthropicProvider, GeminiProvider, OpenAiProvider, ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS,
-};
-use crate::config::{describe, Rule, Settings};
+pub mod host;
+pub mod mock;
+pub mod remote;
+
+pub use host::HostProvider;
+pub use mock::{MockProvider, MockReply};
+pub use remote::{AnthropicProvider, GeminiProvider, OpenAiProvider};
+
 use crate::error::{Error, Result};
+use crate::settings::{describe, Rule, Settings};
+use host::HOST_KEYS;
+use remote::{ANTHROPIC_KEYS, GEMINI_KEYS, OPENAI_KEYS};
 
 /// The backend an agent runs on instead of a local model (the `provider`
 /// config key). Its JSON form is an object tagged by `type`.
@@ -68,48 +73,6 @@ impl Provider {
             Provider::Gemini(_) => "gemini",
             Provider::Host(_) => "host",
         }
-    }
-}
-
-/// A scripted model, for testing code that uses an agent without a model
-/// file: it gives `replies` in order, each streamed word by word with
-/// `piece_delay_ms` before each word, then answers `echo: <user message>`.
-/// A tool call is written in the Hermes format,
-/// `<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>`
-/// ([`MockReply::tool_call`] writes one); `{"error": "message"}` makes that
-/// reply fail with `inference_failed`. Tokens are counted one per word.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MockProvider {
-    /// The model's replies, in order.
-    pub replies: Vec<MockReply>,
-    /// Milliseconds waited before each streamed word (0 to 60 000).
-    pub piece_delay_ms: u32,
-}
-
-impl MockProvider {
-    /// A mock that gives these replies in order, with no delay.
-    pub fn new<R: Into<MockReply>>(replies: impl IntoIterator<Item = R>) -> Self {
-        MockProvider {
-            replies: replies.into_iter().map(Into::into).collect(),
-            piece_delay_ms: 0,
-        }
-    }
-
-    /// Waits this long before each streamed word (for cancellation and
-    /// streaming tests).
-    pub fn piece_delay_ms(mut self, milliseconds: u32) -> Self {
-        self.piece_delay_ms = milliseconds;
-        self
-    }
-
-    /// The backend that plays this script.
-    pub(crate) fn backend(&self) -> MockBackend {
-        let mock = MockBackend::with_script(self.replies.iter().cloned());
-        mock.set_piece_delay(std::time::Duration::from_millis(u64::from(
-            self.piece_delay_ms,
-        )));
-        mock
     }
 }
 
@@ -247,6 +210,7 @@ fn check_replies(key: &str, value: &Json) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::mock::MockBackend;
     use crate::config::Config;
 
     fn error_of(provider: &str) -> String {

@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::config::{describe, Rule};
 use crate::error::{Error, Result};
+use crate::settings::{describe, Rule};
 
 /// The default `timeout_ms`: as long as the official OpenAI clients wait.
 pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
