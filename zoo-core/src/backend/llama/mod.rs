@@ -648,18 +648,23 @@ impl<'m> LlamaBackend<'m> {
         })
     }
 
-    /// The tokens an unconstrained reply to a tool result may not begin
-    /// with: every token that can start the format's result marker
+    /// The tokens an unconstrained reply to a tool result (with or without
+    /// user messages after it) may not begin with: every token that can start the format's result marker
     /// (`<tool_response>`). Small models answer a result by echoing it in
     /// that markup, which is no answer; denied the opening, they write
     /// prose. The marker is compared after leading whitespace; a token
     /// that could also open a call is denied too, so a call right after a
     /// result (rare and mostly a repeat) needs some prose first.
     fn echo_openings(&mut self, request: &GenerateRequest<'_>) -> &[LlamaToken] {
+        // A result the model has not replied to yet, even with a user
+        // message after it (a steer that arrived during the call): small
+        // models echo it then too.
         let after_result = request
             .messages
-            .last()
-            .is_some_and(|m| m.role == crate::message::Role::Tool);
+            .iter()
+            .rev()
+            .take_while(|m| m.role != crate::message::Role::Assistant)
+            .any(|m| m.role == crate::message::Role::Tool);
         let marker = match self.template.tool_call_format().result_marker() {
             Some(marker) if after_result => marker,
             _ => return &[],
