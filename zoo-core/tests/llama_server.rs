@@ -125,6 +125,8 @@ fn start_server() -> Option<LlamaServer> {
         // Polling interval only: readiness is the server's answer, below.
         std::thread::sleep(Duration::from_millis(250));
     }
+    // The server keeps writing to the file it has open; only the name goes.
+    let _ = std::fs::remove_file(&log_path);
     Some(LlamaServer {
         base_url: format!("http://127.0.0.1:{port}/v1"),
         _process: Mutex::new(process),
