@@ -9,22 +9,23 @@ the model is loaded). The harness keeps a pipe to our standard input: when
 the harness ends, however it ends (a failed test, a panic, a kill), the pipe
 closes and the server exits with it, so no server outlives its tests.
 
-Chat template: SmolLM2's own (in its GGUF) concatenates each message's
-content, which fails on an assistant turn that holds only tool calls (no
-`content`), the turn an agentic loop sends back with the tools' results,
-and shows the model neither the tools nor their results.
-smollm2_tokenizer_config.json holds the same template plus what our local
-engine writes for SmolLM2 (zoo-core/src/template/tool_prompt.rs): the
-tools in the system prompt in the Hermes wording, calls as `<tool_call>`
-JSON, results as a user turn of `<tool_response>`s, so that the local and
-the remote runs of one agent ask the model the same way.
-`--chat_format hf-tokenizer-config` makes the server use it. A request
-whose `tool_choice` names a function then gets that function's call, its
-arguments held to the function's JSON schema by a grammar, streamed as
-OpenAI `tool_calls` deltas (llama-cpp-python's handler for every Jinja
-template does that). `--chat_format chatml-function-calling`, the other way
-to get tool calls, leaves the tools' results out of the prompt, so it is
-not used.
+Chat template: SmolLM2's own (in its GGUF) writes every turn as
+`<|im_start|>ROLE\nCONTENT<|im_end|>`, which fails on an assistant turn
+that holds only tool calls (no `content`), the turn an agentic loop sends
+back with the tools' results, and never shows the model the tools.
+smollm2_tokenizer_config.json holds the same template plus the tools in the
+system prompt (the Hermes wording our local engine also knows) and calls
+written as `<tool_call>` JSON; results stay `<|im_start|>tool` turns as
+SmolLM2's template writes them: wrapped in `<tool_response>` markup instead,
+SmolLM2-135M answers by echoing the result in that markup, which is no
+answer (our local engine bans those tokens after a result; a server
+cannot). `--chat_format hf-tokenizer-config` makes the server use the file.
+A request whose `tool_choice` names a function then gets that function's
+call, its arguments held to the function's JSON schema by a grammar,
+streamed as OpenAI `tool_calls` deltas (llama-cpp-python's handler for
+every Jinja template does that). `--chat_format chatml-function-calling`,
+the other way to get tool calls, leaves the tools' results out of the
+prompt, so it is not used.
 """
 
 import os

@@ -4,6 +4,7 @@ ended after the module), configured by `provider={"type": "openai", ...}`:
 a plain chat, a call forced by `tool_choice` and run by the agentic loop,
 streaming, and a stop during a long streamed reply."""
 
+import json
 import threading
 import time
 from typing import Iterator
@@ -53,7 +54,7 @@ def test_a_plain_chat_through_the_openai_provider(server: LlamaServer) -> None:
     assert events == ["chat_started", "turn_started", "turn_finished", "chat_finished"]
 
 
-def test_a_forced_tool_call_runs_in_the_loop_and_the_answer_uses_its_result(server: LlamaServer) -> None:
+def test_a_forced_tool_call_runs_in_the_loop_and_the_model_answers_after_its_result(server: LlamaServer) -> None:
     calls: list[str] = []
     with remote_agent(server) as agent:
 
@@ -64,7 +65,8 @@ def test_a_forced_tool_call_runs_in_the_loop_and_the_answer_uses_its_result(serv
             return {"city": city, "temperature_celsius": 17, "sky": "cloudy"}
 
         response = agent.chat("What is the weather like in Paris today?", tool_choice="get_weather")
-        roles = [m["role"] for m in agent.history]
+        history = agent.history
+        roles = [m["role"] for m in history]
     assert len(calls) == 1 and "Paris" in calls[0], calls
     assert [(c.name, c.arguments, c.result) for c in response.tool_calls] == [
         ("get_weather", {"city": calls[0]}, {"city": calls[0], "temperature_celsius": 17, "sky": "cloudy"})
@@ -72,14 +74,18 @@ def test_a_forced_tool_call_runs_in_the_loop_and_the_answer_uses_its_result(serv
     assert response.tool_errors == []
     assert response.stop_reason == "stop"
     assert response.metrics.iterations == 2
-    assert "17" in response.text or "cloud" in response.text.lower(), response.text
+    # An answer after the result, whose wording is not asserted: over a
+    # server, SmolLM2-135M often ignores the result or echoes it (the local
+    # engine bans the echo's tokens; a server cannot be told to).
+    assert response.text.strip()
     assert roles == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(history[2]["content"]) == response.tool_calls[0].result
 
 
 def test_a_reply_streams_in_pieces_to_on_token(server: LlamaServer) -> None:
     pieces: list[str] = []
     with remote_agent(server) as agent:
-        response = agent.chat("Write a short poem about the sea.", on_token=pieces.append)
+        response = agent.chat("Write a short poem about the sea.", on_token=pieces.append, max_tokens=24)
     assert len(pieces) > 1, pieces
     assert "".join(pieces) == response.text
     assert response.usage.completion_tokens > 0

@@ -282,7 +282,7 @@ fn a_plain_chat_through_the_openai_provider() {
 }
 
 #[test]
-fn a_forced_tool_call_runs_in_the_loop_and_the_answer_uses_its_result() {
+fn a_forced_tool_call_runs_in_the_loop_and_the_model_answers_after_its_result() {
     let Some(server) = server() else { return };
     let _serial = serial();
     let (_, forced, calls, history) = plain_and_forced_tool(remote_config(server));
@@ -309,11 +309,12 @@ fn a_forced_tool_call_runs_in_the_loop_and_the_answer_uses_its_result() {
     );
     assert_eq!(response.stop_reason, StopReason::Stop);
     assert_eq!(response.metrics.iterations, 2);
-    assert!(
-        response.text.contains("17") || response.text.to_lowercase().contains("cloud"),
-        "the answer does not use the tool's result: {}",
-        response.text
-    );
+    // An answer after the result, whose wording is not asserted: over a
+    // server, SmolLM2-135M often ignores the result or repeats the call as
+    // text (the local engine bans its echo tokens after a result; a server
+    // cannot be told to), so what is checked is that the loop sent the
+    // result back (the history below) and got a reply.
+    assert!(!response.text.trim().is_empty(), "{response:#?}");
     // The plain chat, then the call, its result and the answer.
     assert_eq!(
         roles(&history),
@@ -327,6 +328,10 @@ fn a_forced_tool_call_runs_in_the_loop_and_the_answer_uses_its_result() {
         ]
     );
     assert_eq!(history[3].tool_calls[0].name, "get_weather");
+    assert_eq!(
+        serde_json::from_str::<Value>(&history[4].content).unwrap(),
+        call.result.clone().unwrap()
+    );
 }
 
 #[test]
@@ -337,7 +342,7 @@ fn a_reply_streams_in_pieces_to_on_token() {
     let chat = chat_recording(
         &agent,
         "Write a short poem about the sea.",
-        ChatOptions::new(),
+        ChatOptions::new().max_tokens(24),
     );
     assert!(
         chat.pieces.len() > 1,
