@@ -83,7 +83,7 @@ test('a forced tool call on llama-cpp-python runs in the loop and the answer str
   agent.registerTool(
     {
       name: 'get_weather',
-      description: 'Get the current weather for a city',
+      description: 'Get the current weather for a city.',
       parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
     },
     ({ city }) => {
