@@ -115,6 +115,7 @@
     X(real_streaming, 120)                   \
     X(real_two_agents_share_model, 120)      \
     X(real_tool_required, 180)               \
-    X(real_stop_async, 120)
+    X(real_stop_async, 120)                  \
+    X(real_llama_server_chat, 360)
 
 #endif /* ZOO_TEST_TESTS_H */

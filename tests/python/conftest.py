@@ -7,12 +7,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 # What a test needs beyond the package is marked, so that the quick tier
-# (`scripts/test --quick`: pytest -m "not model and not mcp_servers", with
+# (`scripts/test --quick`: pytest -m "not model and not mcp_servers and not llama_server", with
 # ZOO_TEST_QUICK=1) leaves it out; a test that needs them without its
 # marker fails there (see model_path and test_mcp.npm_server).
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "model: needs a GGUF model (scripts/fetch-models)")
     config.addinivalue_line("markers", "mcp_servers: needs the MCP servers from npm (scripts/fetch-mcp-servers)")
+    config.addinivalue_line("markers", "llama_server: needs llama-cpp-python's server (scripts/fetch-llama-server)")
 
 
 def quick_tier_guard(what: str, marker: str) -> None:
@@ -34,3 +35,17 @@ def tool_call(name: str, arguments: dict) -> str:
     import json
 
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def llama_server_python() -> pathlib.Path | None:
+    """The python of scripts/fetch-llama-server's venv ($ZOO_LLAMA_SERVER_PYTHON,
+    else target/llama-server/bin/python); None when it is missing and not
+    required. With ZOO_REQUIRE_LLAMA_SERVER=1 (scripts/test's full tier) a
+    missing server fails the test."""
+    quick_tier_guard("llama-cpp-python's server", "llama_server")
+    python = pathlib.Path(os.environ.get("ZOO_LLAMA_SERVER_PYTHON", ROOT / "target/llama-server/bin/python"))
+    if python.exists():
+        return python
+    if os.environ.get("ZOO_REQUIRE_LLAMA_SERVER") == "1":
+        pytest.fail(f"{python} is missing: run scripts/fetch-llama-server (ZOO_REQUIRE_LLAMA_SERVER=1)")
+    return None

@@ -317,7 +317,7 @@ fn two_tool_calls_split_across_chunks_both_run_and_the_model_answers() {
         requests[1].body["messages"],
         json!([
             {"role": "user", "content": "Weather in Paris, and 2 + 40?"},
-            {"role": "assistant", "content": null, "tool_calls": [
+            {"role": "assistant", "tool_calls": [
                 {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
                 {"id": "call_2", "type": "function", "function": {"name": "add", "arguments": "{\"a\":2,\"b\":40}"}},
             ]},

@@ -131,12 +131,14 @@ fn message_json(message: &Message) -> Json {
                     }})
                 })
                 .collect();
-            let content = if message.content.is_empty() {
-                Json::Null
-            } else {
-                json!(message.content)
-            };
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
+            // A turn of tool calls alone leaves `content` out rather than
+            // sending null: the API allows both, and llama-cpp-python's
+            // server refuses null (its schema wants a string when present).
+            let mut turn = json!({"role": "assistant", "tool_calls": calls});
+            if !message.content.is_empty() {
+                turn["content"] = json!(message.content);
+            }
+            turn
         }
         Role::Tool => json!({
             "role": "tool",
@@ -409,7 +411,7 @@ mod tests {
             [
                 json!({"role": "system", "content": "Be brief."}),
                 json!({"role": "user", "content": "Weather?"}),
-                json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                json!({"role": "assistant", "tool_calls": calls}),
                 json!({"role": "assistant", "content": "Let me look.", "tool_calls": calls}),
                 json!({"role": "tool", "tool_call_id": "call_1", "content": "17 C"}),
                 json!({"role": "tool", "tool_call_id": "call_1", "content": "Error: no"}),
