@@ -308,22 +308,20 @@ fn required_calls_parse_and_validate_with(max_tokens: Option<u32>) {
                     .iter()
                     .find(|t| t.name() == call.name)
                     .expect("known tool");
-                if let Err(e) = tool.validate(&call.arguments) {
-                    // The grammar promises the schema. A value that repeats
-                    // the tool's name is schema-valid; the agentic loop
-                    // refuses it and the model corrects it (the scenario
-                    // value_repeating_the_tool_name_is_corrected), so it is
-                    // reported here, not counted as a broken call.
-                    let message = e.to_string();
-                    let schema_problems = message
-                        .split("; ")
-                        .filter(|p| !p.contains("repeats the tool's name"))
-                        .count();
-                    if schema_problems > 0 {
-                        failures.push(format!("{prompt}: {e}"));
-                    } else {
-                        eprintln!("{prompt}: a value repeats the tool's name: {e}");
-                    }
+                // The grammar promises the schema. A value that repeats the
+                // tool's name is schema-valid; the agentic loop refuses it
+                // and the model corrects it (the scenario
+                // value_repeating_the_tool_name_is_corrected), so it is
+                // reported here, not counted as a broken call.
+                let schema = jsonschema::validator_for(&tool.definition().parameters).unwrap();
+                let problems: Vec<String> = schema
+                    .iter_errors(&call.arguments)
+                    .map(|e| e.to_string())
+                    .collect();
+                if !problems.is_empty() {
+                    failures.push(format!("{prompt}: {}", problems.join("; ")));
+                } else if let Err(e) = tool.validate(&call.arguments) {
+                    eprintln!("{prompt}: {e}");
                 }
             }
             _ => failures.push(format!("{prompt}: not one call: {}", generation.text)),
