@@ -1216,6 +1216,127 @@ fn a_snapshot_of_a_replaced_model_file_falls_back_to_a_full_decode() {
     resumes_by_decoding(&after, &config, &history, "And who keeps them?");
 }
 
+/// A weather report of about 600 tokens: too long for a 64-token limit,
+/// and for half a 512-token window.
+fn long_report() -> String {
+    (1..=40)
+        .map(|day| {
+            format!(
+                "Day {day}: Oslo is sunny with {} degrees and a light wind.",
+                8 + day % 5
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// With a `summarizer` on the agent's own model (a context of its own on
+/// the shared SmolLM2), a tool result over `max_tool_result_tokens` enters
+/// the history as the model's summary of it, within the limit.
+#[test]
+fn a_long_tool_result_is_summarized_by_the_agents_own_model() {
+    let _serial = serial();
+    let mut config = greedy().max_tokens(32).max_tool_result_tokens(64);
+    config.summarizer = Some(zoo_core::context::SummarizerConfig {
+        max_tokens: 40,
+        ..Default::default()
+    });
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    agent.register_tool(
+        Tool::new(
+            "weather_report",
+            "The weather report for the coming days",
+            json!({"type": "object", "properties": {}}),
+            |_| Ok(json!(long_report())),
+        )
+        .unwrap(),
+    );
+    let options = ChatOptions::new().tool_choice(ToolChoice::Tool("weather_report".into()));
+    agent
+        .chat("What is the weather going to be?", options)
+        .wait()
+        .unwrap();
+    let result = agent
+        .history()
+        .into_iter()
+        .find(|m| m.role == Role::Tool)
+        .expect("the call was made");
+    let summary = result
+        .content
+        .strip_prefix("[summary of a ")
+        .unwrap_or_else(|| panic!("not a summary: {}", result.content));
+    let (_, text) = summary.split_once("-token result] ").unwrap();
+    eprintln!("the stored result: {}", result.content);
+    assert!(!text.trim().is_empty(), "{}", result.content);
+    assert!(!result.content.contains("tokens cut"), "{}", result.content);
+    assert!(
+        result.content.len() < long_report().len() / 3,
+        "{}",
+        result.content
+    );
+}
+
+/// Level 2 of the cascade with a summarizer on the agent's own model: each
+/// old call and its result become the model's summary of them.
+#[test]
+fn level_2_takes_the_summary_the_agents_own_model_writes() {
+    let _serial = serial();
+    let mut config = greedy().context_size(512).max_tokens(32).context_strategy(
+        zoo_core::context::ContextStrategy::Compact(zoo_core::context::CompactSettings {
+            keep_recent: 2,
+            keep_first: 0,
+            tool_result_tokens: 4096,
+            target_percent: 100,
+        }),
+    );
+    config.summarizer = Some(zoo_core::context::SummarizerConfig {
+        max_tokens: 48,
+        ..Default::default()
+    });
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    let call = |id: &str| {
+        Message::assistant_with_tool_calls(
+            "",
+            vec![zoo_core::ToolCall {
+                id: id.into(),
+                name: "weather_report".into(),
+                arguments: json!({}),
+            }],
+        )
+    };
+    agent
+        .set_history(vec![
+            Message::user("What is the weather going to be?"),
+            call("call_1"),
+            Message::tool("call_1", "weather_report", long_report()),
+            Message::assistant("Sunny all along, around ten degrees."),
+            Message::user("Thanks."),
+            Message::assistant("You are welcome."),
+        ])
+        .unwrap();
+    let levels = Arc::new(Mutex::new(Vec::new()));
+    let seen = levels.clone();
+    let options = ChatOptions::new().on_event(move |event| {
+        if let EventKind::HistoryCompacted { level, .. } = &event.kind {
+            seen.lock().unwrap().push(*level);
+        }
+    });
+    agent.chat("And tomorrow?", options).wait().unwrap();
+    assert_eq!(
+        *levels.lock().unwrap(),
+        [zoo_core::context::CompactionLevel::Summarize]
+    );
+    let history = agent.history();
+    let summary = history[1]
+        .content
+        .strip_prefix("[summary] ")
+        .unwrap_or_else(|| panic!("not a summary: {:#?}", history));
+    eprintln!("level 2's summary: {summary}");
+    assert!(!summary.trim().is_empty());
+    assert!(!summary.contains("[called"), "{summary}");
+    assert_eq!(history[2], Message::user("Thanks."));
+}
+
 /// A sub-agent without a provider runs on the parent's loaded model, with
 /// its own context: the forced call reaches it and its answer comes back.
 #[test]
