@@ -202,9 +202,132 @@ fn the_summarizer_config_is_checked() {
     assert_eq!(config.summarizer.as_ref().unwrap().max_tokens, 64);
     // Without a provider it runs on the agent's own model: an agent on a
     // backend given in code has none.
-    let mut config = Config::default();
-    config.summarizer = Some(SummarizerConfig::default());
+    let config = Config::default().summarizer(Some(SummarizerConfig::default()));
     let err = Agent::with_backend(MockBackend::new(), config).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidConfig);
     assert!(err.to_string().contains("`summarizer`"), "{err}");
+}
+
+/// Without a `provider`, an agent on a provider (here the mock, which
+/// echoes what it is asked) has its summaries written on a connection of
+/// its own to that provider.
+#[test]
+fn without_a_provider_the_summarizer_is_the_agents_own_provider() {
+    let mut config = Config::default()
+        .provider(MockProvider::new(Vec::<MockReply>::new()))
+        .context_size(400)
+        .context_strategy(ContextStrategy::Compact(CompactSettings {
+            keep_recent: 2,
+            keep_first: 0,
+            tool_result_tokens: 1000,
+            target_percent: 100,
+        }));
+    config.summarizer = Some(SummarizerConfig {
+        max_tokens: 16,
+        ..SummarizerConfig::default()
+    });
+    let agent = Agent::create(config).unwrap();
+    let mut long = history();
+    // A window of 400 holds the old turns: make them longer than its
+    // budget (400 less the 100 kept for the reply).
+    long[2] = Message::tool("call_1", "get_weather", vec!["sunny"; 300].join(" "));
+    agent.set_history(long).unwrap();
+    let levels = chat_levels(&agent);
+    assert_eq!(levels[0], CompactionLevel::Summarize, "{levels:?}");
+    let history = agent.history();
+    let summaries: Vec<&str> = history
+        .iter()
+        .filter_map(|m| m.content.strip_prefix("[summary] echo: "))
+        .collect();
+    assert!(!summaries.is_empty(), "{history:#?}");
+    assert!(
+        summaries
+            .iter()
+            .all(|s| s.starts_with("Summarize this part of the conversation in at most 12 words:")),
+        "{summaries:?}"
+    );
+}
+
+/// A host written in the host's language with nothing to say.
+struct Silent;
+
+impl zoo_core::HostModel for Silent {
+    fn generate(
+        &mut self,
+        _request: &zoo_core::HostRequest,
+        _sink: &zoo_core::HostSink,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// An agent on a host backend has no model to share: a summarizer
+/// without a provider is refused when the agent is created, naming the key.
+#[test]
+fn a_summarizer_without_a_provider_needs_a_model_to_share() {
+    let mut config = Config::default().summarizer(Some(SummarizerConfig::default()));
+    let err = Agent::with_host_backend(Silent, config.clone()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidConfig);
+    assert!(
+        err.to_string()
+            .starts_with("invalid config `summarizer`: without a `provider`"),
+        "{err}"
+    );
+    // With a provider of its own, the host's agent summarizes.
+    config.summarizer = Some(summarizer(vec![MockReply::text("ok")]));
+    Agent::with_host_backend(Silent, config).unwrap();
+}
+
+/// Stops the chat from the hook that runs just before the window is fitted.
+struct StopBeforeTheFit(zoo_core::CancelToken);
+
+impl zoo_core::Hooks for StopBeforeTheFit {
+    fn before_turn(&self, _turn: u32) -> Result<zoo_core::TurnDecision, String> {
+        self.0.cancel();
+        Ok(zoo_core::TurnDecision::Continue)
+    }
+}
+
+/// A chat stopped while its history is being compacted does not wait for
+/// the summary (here a reply of a minute a word): the summarizer's reply is
+/// cancelled with the chat, which ends as stopped with its history as it
+/// was.
+#[test]
+fn a_stop_does_not_wait_for_the_summary() {
+    let mut slow = MockProvider::new(vec![MockReply::text("Oslo was sunny all week.")]);
+    slow.piece_delay_ms = 60_000;
+    let agent = compacting_agent(Some(SummarizerConfig {
+        provider: Some(slow.into()),
+        ..SummarizerConfig::default()
+    }));
+    let token = zoo_core::CancelToken::new();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let options = ChatOptions::new()
+        .cancel_token(token.clone())
+        .hooks(Arc::new(StopBeforeTheFit(token)))
+        .on_event(move |event| seen.lock().unwrap().push(event.kind.clone()));
+    let started = std::time::Instant::now();
+    let response = agent.chat("One more question.", options).wait().unwrap();
+    assert_eq!(response.stop_reason, zoo_core::StopReason::Cancelled);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    // Level 2 ran (and asked the summarizer); a stopped chat's
+    // compaction is not kept, and no summary entered the history.
+    assert!(events.lock().unwrap().iter().any(|kind| matches!(
+        kind,
+        EventKind::HistoryCompacted {
+            level: CompactionLevel::Summarize,
+            ..
+        }
+    )));
+    let kept = agent.history();
+    assert_eq!(kept[..10], history()[..]);
+    assert!(
+        kept.iter().all(|m| !m.content.starts_with("[summary]")),
+        "{kept:#?}"
+    );
 }
