@@ -51,7 +51,14 @@ function configToJson(config) {
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue
     if (toJson(value) === undefined) throw [key, `expected a JSON value, got ${typeof value}`]
-    out[snake(key)] = key === 'provider' || key === 'builtinTools' ? snakeKeys(value) : key === 'contextStrategy' ? strategyJson(value) : value
+    out[snake(key)] =
+      key === 'provider' || key === 'builtinTools'
+        ? snakeKeys(value)
+        : key === 'contextStrategy'
+          ? strategyJson(value)
+          : key === 'summarizer'
+            ? summarizerJson(value)
+            : value
   }
   return toJson(out)
 }
@@ -61,6 +68,15 @@ function strategyJson(value) {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
   const out = {}
   for (const [key, item] of Object.entries(value)) out[snake(key)] = snakeKeys(item)
+  return out
+}
+
+/** `summarizer`: its keys to snake_case, and its `provider`'s too. */
+function summarizerJson(value) {
+  const out = snakeKeys(value)
+  if (out !== null && typeof out === 'object' && !Array.isArray(out) && 'provider' in out) {
+    out.provider = snakeKeys(out.provider)
+  }
   return out
 }
 

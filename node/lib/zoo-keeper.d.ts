@@ -55,6 +55,25 @@ export type ToolChoice = 'auto' | 'required' | 'none' | (string & {})
  */
 export type Template = 'auto' | 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'phi3' | 'gemma' | 'raw' | (string & {})
 
+/**
+ * The `summarizer` config: the model that writes the summaries of level 2
+ * of the compaction cascade and of tool results over `maxToolResultTokens`.
+ * Every key is optional. A summarizer that fails (an error, an empty
+ * answer, a stopped chat) leaves the one-line summary or the cut.
+ */
+export interface SummarizerConfig {
+  /**
+   * The model that writes the summaries, as `provider` takes it; without
+   * it, the agent's own: its loaded model in a context of its own, or its
+   * provider (an agent on a `backend` has none to share and is refused).
+   */
+  provider?: Provider
+  /** The longest summary, in tokens (16 to 4096; 160). */
+  maxTokens?: number
+  /** The summarizer's instructions (by default, a short factual summary). */
+  systemPrompt?: string
+}
+
 /** Agent configuration: the config keys of the README, in camelCase. */
 export interface AgentConfig {
   /** Path of the GGUF file (or pass `model`). */
@@ -77,8 +96,14 @@ export interface AgentConfig {
    * with 'fifo' for when it declines).
    */
   contextStrategy?: 'fifo' | { compact: { keepRecent?: number; keepFirst?: number; toolResultTokens?: number; targetPercent?: number } } | ContextStrategy
-  /** Tool results over this many tokens keep their head and tail (0, default: whole). */
+  /** Tool results over this many tokens keep their head and tail (0, default: whole), or their summary with a `summarizer`. */
   maxToolResultTokens?: number
+  /**
+   * A model that writes summaries: level 2 of the compaction cascade and
+   * tool results over `maxToolResultTokens` (null or absent, the default:
+   * one line per call, and head and tail).
+   */
+  summarizer?: SummarizerConfig | null
   /** Layers offloaded to the GPU (0; -1 = all). */
   gpuLayers?: number
   /** Sampling seed (random when absent). */

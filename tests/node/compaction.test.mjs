@@ -22,6 +22,33 @@ test('a long tool result is cut before it enters the history', async () => {
   await agent.close()
 })
 
+test('with a summarizer (camelCase keys, its provider too), a long tool result enters the history as its summary', async () => {
+  const agent = await Agent.create({
+    provider: { type: 'mock', replies: [toolCall('weather', {}), 'Done.'] },
+    maxToolResultTokens: 40,
+    summarizer: { provider: { type: 'mock', replies: ['Sunny all week.'], pieceDelayMs: 0 }, maxTokens: 32, systemPrompt: 'Summarize.' },
+  })
+  agent.registerTool(WEATHER, () => Array(3000).fill('sunny').join(' '))
+  await agent.chat('weather?')
+  assert.equal(agent.history()[2].content, '[summary of a 3004-token result] Sunny all week.')
+  await agent.close()
+  // Without a provider the summarizer is the agent's own (the mock, which
+  // echoes what it is asked).
+  const own = await Agent.create({
+    provider: { type: 'mock', replies: [toolCall('weather', {}), 'Done.'] },
+    maxToolResultTokens: 40,
+    summarizer: { maxTokens: 16 },
+  })
+  own.registerTool(WEATHER, () => Array(3000).fill('sunny').join(' '))
+  await own.chat('weather?')
+  assert.match(own.history()[2].content, /^\[summary of a 3004-token result\] /)
+  await own.close()
+  await assert.rejects(Agent.create({ provider: { type: 'mock' }, summarizer: { maxTokens: 8 } }), {
+    code: zk.ErrorCode.INVALID_CONFIG,
+    message: 'invalid config `summarizer.maxTokens`: expected a whole number from 16 to 4096, got 8',
+  })
+})
+
 test('compaction reports its levels as history_compacted events', async () => {
   const replies = []
   for (let i = 0; i < 40; i++) replies.push(toolCall('weather', {}), 'It is sunny.')

@@ -210,6 +210,25 @@ test('a context strategy of your own type-checks, and a wrong one does not', () 
   assert.match(output, /bad_strategy\.ts\(3,/)
 })
 
+test('a summarizer config type-checks, and a wrong one does not', () => {
+  const ok = typecheckLines('summarizer.ts', [
+    "import { Agent, type SummarizerConfig } from 'zoo-keeper'",
+    "const summarizer: SummarizerConfig = { provider: { type: 'mock', replies: ['ok'] }, maxTokens: 64, systemPrompt: 'Summarize.' }",
+    "void Agent.create({ provider: { type: 'mock' }, maxToolResultTokens: 40, summarizer })",
+    "void Agent.create({ provider: { type: 'mock' }, summarizer: null })",
+  ])
+  assert.equal(ok.status, 0, ok.stdout + ok.stderr)
+  const bad = typecheckLines('bad_summarizer.ts', [
+    "import { Agent } from 'zoo-keeper'",
+    "void Agent.create({ provider: { type: 'mock' }, summarizer: { maxTokens: '64' } })",
+    "void Agent.create({ provider: { type: 'mock' }, summarizer: { model: 'x' } })",
+  ])
+  assert.notEqual(bad.status, 0)
+  const output = bad.stdout + bad.stderr
+  assert.match(output, /bad_summarizer\.ts\(2,/)
+  assert.match(output, /bad_summarizer\.ts\(3,/)
+})
+
 test('built-in tools, tool outputs and images type-check, and misuse does not', () => {
   const dir = mkdtempSync(path.join(CONSUMER, 'tsc-src-'))
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }))

@@ -4,7 +4,9 @@ keys, and history_compacted events with their level."""
 import json
 from typing import Any, Callable, Dict, List
 
-from zoo_keeper import Agent, ContextRequest, Event
+import pytest
+
+from zoo_keeper import Agent, ContextRequest, Event, InvalidConfigError
 
 
 def tool_call(name: str) -> str:
@@ -19,6 +21,25 @@ def test_a_long_tool_result_is_cut_before_it_enters_the_history() -> None:
         assert stored["role"] == "tool"
         assert "tokens cut" in stored["content"]
         assert len(stored["content"]) < 1000
+
+
+def test_a_summarizer_summarizes_a_long_tool_result() -> None:
+    summarizer = {"provider": {"type": "mock", "replies": ["Sunny all week."]}, "max_tokens": 32}
+    with Agent(provider={"type": "mock", "replies": [tool_call("weather"), "Done."]}, max_tool_result_tokens=40, summarizer=summarizer) as agent:
+        agent.register_tool("weather", "Weather report", {"type": "object", "properties": {}}, lambda: " ".join(["sunny"] * 3000))
+        agent.chat("weather?")
+        assert agent.history[2]["content"] == "[summary of a 3004-token result] Sunny all week."
+    # Without a provider the summarizer is the agent's own (the mock, which
+    # echoes what it is asked).
+    with Agent(provider={"type": "mock", "replies": [tool_call("weather"), "Done."]}, max_tool_result_tokens=40, summarizer={"max_tokens": 16}) as agent:
+        agent.register_tool("weather", "Weather report", {"type": "object", "properties": {}}, lambda: " ".join(["sunny"] * 3000))
+        agent.chat("weather?")
+        assert agent.history[2]["content"].startswith("[summary of a 3004-token result] ")
+
+
+def test_a_bad_summarizer_is_refused() -> None:
+    with pytest.raises(InvalidConfigError, match=r"^invalid config `summarizer.max_tokens`: expected a whole number from 16 to 4096, got 8$"):
+        Agent(provider={"type": "mock"}, summarizer={"max_tokens": 8})
 
 
 def test_compaction_reports_its_levels() -> None:

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value as Json;
 
-use crate::context::ContextStrategy;
+use crate::context::{ContextStrategy, SummarizerConfig};
 use crate::error::{Error, Result};
 use crate::provider::{self, Provider};
 use crate::settings::{describe, read_settings, Given, Rule, Settings, GPU_LAYERS};
@@ -259,8 +259,13 @@ pub struct Config {
     pub context_strategy: ContextStrategy,
     /// A tool result longer than this many tokens keeps only its head and
     /// tail, with a marker, before it enters the history (0, the default:
-    /// results stay whole).
+    /// results stay whole); with a `summarizer`, its summary instead.
     pub max_tool_result_tokens: u32,
+    /// A model that writes summaries: level 2 of the `compact` cascade and
+    /// tool results over `max_tool_result_tokens` are summarized by it
+    /// (`None`, the default: one line per call, and head and tail). See
+    /// [`SummarizerConfig`].
+    pub summarizer: Option<SummarizerConfig>,
     /// The SQLite file sessions are kept in (created if missing); with it,
     /// every committed message is written there as the chat goes.
     pub session_store: Option<String>,
@@ -312,6 +317,7 @@ impl Default for Config {
             provider: None,
             context_strategy: ContextStrategy::Fifo,
             max_tool_result_tokens: 0,
+            summarizer: None,
             session_store: None,
             session: None,
             session_snapshot: true,
@@ -391,6 +397,8 @@ impl Config {
         skills: Vec<String>,
         /// Sets `builtin_tools`.
         builtin_tools: Option<BuiltinToolsConfig>,
+        /// Sets `summarizer`.
+        summarizer: Option<SummarizerConfig>,
     }
 
     /// Sets `seed`.
@@ -650,6 +658,13 @@ const CONFIG_KEYS: Settings = Settings {
             Rule::whole(0, U32_MAX, " (0 keeps results whole)"),
         ),
         (
+            "summarizer",
+            Rule::Custom {
+                expected: SUMMARIZER_EXPECTED,
+                check: check_summarizer,
+            },
+        ),
+        (
             "session_store",
             Rule::Text {
                 null: true,
@@ -728,6 +743,46 @@ fn check_builtin_tools(key: &str, value: &Json) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What `summarizer` accepts.
+const SUMMARIZER_EXPECTED: &str =
+    r#"null or {"provider": {...}, "max_tokens": N, "system_prompt": "..."} (all optional)"#;
+
+/// The keys of `summarizer`.
+const SUMMARIZER_KEYS: Settings = Settings {
+    name: "summarizer",
+    example: r#"{"max_tokens": 160}"#,
+    keys: &[
+        (
+            "provider",
+            Rule::Custom {
+                expected: provider::EXPECTED,
+                check: provider::check_json,
+            },
+        ),
+        ("max_tokens", Rule::whole(16, 4096, "")),
+        (
+            "system_prompt",
+            Rule::Text {
+                null: true,
+                non_empty: true,
+            },
+        ),
+    ],
+};
+
+/// Checks `summarizer`: null, or an object of its keys named by their
+/// whole path in errors.
+fn check_summarizer(key: &str, value: &Json) -> Result<()> {
+    match value {
+        Json::Null => Ok(()),
+        Json::Object(object) => SUMMARIZER_KEYS.check_nested(key, object),
+        other => Err(Error::config(
+            key,
+            format!("expected {SUMMARIZER_EXPECTED}, got {}", describe(other)),
+        )),
+    }
 }
 
 const U32_MAX: i64 = u32::MAX as i64;

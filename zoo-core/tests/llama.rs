@@ -1228,6 +1228,261 @@ fn a_snapshot_of_a_replaced_model_file_falls_back_to_a_full_decode() {
     resumes_by_decoding(&after, &config, &history, "And who keeps them?");
 }
 
+/// `pairs` questions and answers in prose, about 50 tokens a pair.
+fn prose_turns(pairs: usize) -> Vec<Message> {
+    (1..=pairs)
+        .flat_map(|n| {
+            [
+                Message::user(format!("Tell me fact number {n} about lighthouses.")),
+                Message::assistant(format!(
+                    "Fact {n}: lighthouses guide ships along dangerous coasts with a bright \
+                     light that turns, and each has its own pattern of flashes."
+                )),
+            ]
+        })
+        .collect()
+}
+
+/// A question, a call of `weather_report`, its `days`-day report (about 18
+/// tokens a day) and the answer.
+fn report_turn(id: &str, days: u32) -> Vec<Message> {
+    let report = (1..=days)
+        .map(|day| {
+            format!(
+                "Day {day}: Oslo is sunny with {} degrees and a light wind.",
+                8 + day % 5
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    vec![
+        Message::user("What is the weather going to be?"),
+        Message::assistant_with_tool_calls(
+            "",
+            vec![zoo_core::ToolCall {
+                id: id.into(),
+                name: "weather_report".into(),
+                arguments: json!({}),
+            }],
+        ),
+        Message::tool(id, "weather_report", report),
+        Message::assistant("Sunny all along, around ten degrees."),
+    ]
+}
+
+/// The KV cache survives a compaction up to its first change: a long chat
+/// whose window overflows has its oldest tool result cut (level 1), and the
+/// next reply reuses every cached token before that result (the system
+/// prompt, twenty prose messages and the call), decoding only from there.
+/// Its greedy reply equals a fresh agent's given the compacted history.
+/// (Without the context shift, so that the reuse is the exact prefix.)
+#[test]
+fn a_compaction_keeps_the_cached_prefix_before_its_first_change() {
+    let _serial = serial();
+    let config = greedy()
+        .context_size(1024)
+        .max_tokens(24)
+        .context_shift(false)
+        .system_prompt("You are a helpful assistant.")
+        .context_strategy(zoo_core::context::ContextStrategy::Compact(
+            zoo_core::context::CompactSettings {
+                keep_recent: 4,
+                keep_first: 0,
+                tool_result_tokens: 48,
+                target_percent: 100,
+            },
+        ));
+    let agent = Agent::with_model(smollm2(), config.clone()).unwrap();
+    let mut history = prose_turns(10);
+    history.extend(report_turn("call_1", 12));
+    agent.set_history(history.clone()).unwrap();
+    let levels = Arc::new(Mutex::new(Vec::new()));
+    let on_event = |levels: &Arc<Mutex<Vec<_>>>| {
+        let seen = levels.clone();
+        ChatOptions::new().on_event(move |event| {
+            if let EventKind::HistoryCompacted { level, .. } = &event.kind {
+                seen.lock().unwrap().push(*level);
+            }
+        })
+    };
+    // The first chat fits: nothing is compacted, everything is decoded.
+    agent.chat("Thanks.", on_event(&levels)).wait().unwrap();
+    assert!(levels.lock().unwrap().is_empty());
+    // A second long report overflows the window.
+    let mut longer = agent.history();
+    longer.extend(report_turn("call_2", 12));
+    agent.set_history(longer).unwrap();
+    let compacted = agent
+        .chat("And the day after?", on_event(&levels))
+        .wait()
+        .unwrap();
+    assert_eq!(
+        *levels.lock().unwrap(),
+        [zoo_core::context::CompactionLevel::TruncateToolResults]
+    );
+    let kept = agent.history();
+    let first_change = kept
+        .iter()
+        .zip(&history)
+        .position(|(now, before)| now != before)
+        .expect("the first result was cut");
+    assert_eq!(first_change, 22, "the first tool result: {:#?}", kept[22]);
+    // The tokens before it, as the backend counts them.
+    let model = smollm2();
+    let mut counter = LlamaBackend::new(&model, &config).unwrap();
+    let mut prefix = counter
+        .count_tokens(&Message::system("You are a helpful assistant."))
+        .unwrap();
+    for message in &kept[..first_change] {
+        prefix += counter.count_tokens(message).unwrap();
+    }
+    let usage = compacted.usage;
+    eprintln!(
+        "after the compaction: {} prompt tokens, {} cached; {prefix} tokens before the first change",
+        usage.prompt_tokens, usage.cached_tokens
+    );
+    assert!(usage.prompt_tokens > 900, "{usage:?}");
+    assert!(usage.cached_tokens >= prefix, "{usage:?}, prefix {prefix}");
+    // Decoding starts again inside the cut result (its header and kept
+    // head match what was cached, its marker does not).
+    let cut = counter.count_tokens(&kept[first_change]).unwrap();
+    assert!(
+        usage.cached_tokens < prefix + cut,
+        "{usage:?}, prefix {prefix}, cut result {cut}"
+    );
+    // And the reply is a fresh decode's of the compacted history.
+    let fresh = Agent::with_model(smollm2(), config).unwrap();
+    fresh.set_history(kept[..kept.len() - 2].to_vec()).unwrap();
+    let expected = fresh
+        .chat("And the day after?", ChatOptions::new())
+        .wait()
+        .unwrap();
+    assert_eq!(expected.usage.cached_tokens, 0);
+    assert_eq!(expected.usage.prompt_tokens, usage.prompt_tokens);
+    assert_eq!(compacted.text, expected.text);
+}
+
+/// A weather report of about 600 tokens: too long for a 64-token limit,
+/// and for half a 512-token window.
+fn long_report() -> String {
+    (1..=40)
+        .map(|day| {
+            format!(
+                "Day {day}: Oslo is sunny with {} degrees and a light wind.",
+                8 + day % 5
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// With a `summarizer` on the agent's own model (a context of its own on
+/// the shared SmolLM2), a tool result over `max_tool_result_tokens` enters
+/// the history as the model's summary of it, within the limit.
+#[test]
+fn a_long_tool_result_is_summarized_by_the_agents_own_model() {
+    let _serial = serial();
+    let mut config = greedy().max_tokens(32).max_tool_result_tokens(64);
+    config.summarizer = Some(zoo_core::context::SummarizerConfig {
+        max_tokens: 40,
+        ..Default::default()
+    });
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    agent.register_tool(
+        Tool::new(
+            "weather_report",
+            "The weather report for the coming days",
+            json!({"type": "object", "properties": {}}),
+            |_| Ok(json!(long_report())),
+        )
+        .unwrap(),
+    );
+    let options = ChatOptions::new().tool_choice(ToolChoice::Tool("weather_report".into()));
+    agent
+        .chat("What is the weather going to be?", options)
+        .wait()
+        .unwrap();
+    let result = agent
+        .history()
+        .into_iter()
+        .find(|m| m.role == Role::Tool)
+        .expect("the call was made");
+    let summary = result
+        .content
+        .strip_prefix("[summary of a ")
+        .unwrap_or_else(|| panic!("not a summary: {}", result.content));
+    let (_, text) = summary.split_once("-token result] ").unwrap();
+    eprintln!("the stored result: {}", result.content);
+    assert!(!text.trim().is_empty(), "{}", result.content);
+    assert!(!result.content.contains("tokens cut"), "{}", result.content);
+    assert!(
+        result.content.len() < long_report().len() / 3,
+        "{}",
+        result.content
+    );
+}
+
+/// Level 2 of the cascade with a summarizer on the agent's own model: each
+/// old call and its result become the model's summary of them.
+#[test]
+fn level_2_takes_the_summary_the_agents_own_model_writes() {
+    let _serial = serial();
+    let mut config = greedy().context_size(512).max_tokens(32).context_strategy(
+        zoo_core::context::ContextStrategy::Compact(zoo_core::context::CompactSettings {
+            keep_recent: 2,
+            keep_first: 0,
+            tool_result_tokens: 4096,
+            target_percent: 100,
+        }),
+    );
+    config.summarizer = Some(zoo_core::context::SummarizerConfig {
+        max_tokens: 48,
+        ..Default::default()
+    });
+    let agent = Agent::with_model(smollm2(), config).unwrap();
+    let call = |id: &str| {
+        Message::assistant_with_tool_calls(
+            "",
+            vec![zoo_core::ToolCall {
+                id: id.into(),
+                name: "weather_report".into(),
+                arguments: json!({}),
+            }],
+        )
+    };
+    agent
+        .set_history(vec![
+            Message::user("What is the weather going to be?"),
+            call("call_1"),
+            Message::tool("call_1", "weather_report", long_report()),
+            Message::assistant("Sunny all along, around ten degrees."),
+            Message::user("Thanks."),
+            Message::assistant("You are welcome."),
+        ])
+        .unwrap();
+    let levels = Arc::new(Mutex::new(Vec::new()));
+    let seen = levels.clone();
+    let options = ChatOptions::new().on_event(move |event| {
+        if let EventKind::HistoryCompacted { level, .. } = &event.kind {
+            seen.lock().unwrap().push(*level);
+        }
+    });
+    agent.chat("And tomorrow?", options).wait().unwrap();
+    assert_eq!(
+        *levels.lock().unwrap(),
+        [zoo_core::context::CompactionLevel::Summarize]
+    );
+    let history = agent.history();
+    let summary = history[1]
+        .content
+        .strip_prefix("[summary] ")
+        .unwrap_or_else(|| panic!("not a summary: {:#?}", history));
+    eprintln!("level 2's summary: {summary}");
+    assert!(!summary.trim().is_empty());
+    assert!(!summary.contains("[called"), "{summary}");
+    assert_eq!(history[2], Message::user("Thanks."));
+}
+
 /// A sub-agent without a provider runs on the parent's loaded model, with
 /// its own context: the forced call reaches it and its answer comes back.
 #[test]

@@ -5,6 +5,7 @@
 pub(crate) mod handle;
 mod slot;
 mod subagent;
+mod summarizer;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -14,11 +15,13 @@ pub use crate::engine::state::AgentState;
 pub use handle::ChatHandle;
 pub use slot::AgentSlot;
 pub use subagent::{SubAgent, SubAgentStep, SubAgentUpdate};
+use summarizer::OwnModel;
 
 use crate::backend::host::{self, HostBackend, HostModel};
 use crate::backend::remote::RemoteBackend;
 use crate::backend::Backend;
 use crate::config::Config;
+use crate::context::Summarize;
 use crate::engine::agentic_loop::ChatInput;
 use crate::engine::completion::Completion;
 use crate::engine::hooks::Hooks;
@@ -118,7 +121,8 @@ impl Agent {
                 ));
             }
         }
-        Self::start(config, move |startup| {
+        let summarizer = summarizer::summarizer_for(&config, OwnModel::Nothing)?;
+        Self::start(config, summarizer, move |startup| {
             match HostBackend::new(host, startup.config()) {
                 Ok(mut backend) => {
                     startup.add_thread(backend.thread_id());
@@ -132,20 +136,23 @@ impl Agent {
     /// Starts the inference thread on `backend`, whatever the config's
     /// `provider` says (the caller built the backend from it).
     fn on_backend<B: Backend + Send + 'static>(backend: B, config: Config) -> Result<Self> {
-        Self::start(config, move |startup| {
+        let summarizer = summarizer::summarizer_for(&config, OwnModel::of(&config))?;
+        Self::start(config, summarizer, move |startup| {
             let mut backend = backend;
             startup.serve(&mut backend);
         })
     }
 
     /// Validates the config, starts the inference thread, lets `body` build
-    /// the backend there, and waits until it is ready or has failed.
+    /// the backend there, and waits until it is ready or has failed;
+    /// `summarizer` writes the summaries the config's `summarizer` asks for.
     pub(crate) fn start(
         config: Config,
+        summarizer: Option<Arc<dyn Summarize>>,
         body: impl FnOnce(Startup) + Send + 'static,
     ) -> Result<Self> {
         config.validate()?;
-        let shared = Shared::new(config)?;
+        let shared = Shared::new(config, summarizer)?;
         let ready = Completion::new();
         let startup = Startup {
             shared: shared.clone(),
@@ -251,7 +258,8 @@ impl Agent {
             ));
         }
         let shared_model = model.clone();
-        let mut agent = Self::start(config, move |startup| {
+        let summarizer = summarizer::summarizer_for(&config, OwnModel::Loaded(model.clone()))?;
+        let mut agent = Self::start(config, summarizer, move |startup| {
             // The context borrows the model, so the model lives in this
             // thread's frame for as long as the context does.
             let model = model;

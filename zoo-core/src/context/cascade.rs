@@ -10,6 +10,22 @@ use crate::message::{Message, Role};
 /// Counts a message's tokens as the backend renders it.
 pub type Count<'a> = &'a mut dyn FnMut(&Message) -> Result<u32>;
 
+/// Writes a summary of messages (a model, see [`super::Summarize`]).
+pub type Summarize<'a> = &'a mut dyn FnMut(&[Message]) -> Result<String>;
+
+/// What the levels use besides the entries: the token counter, and the
+/// model that writes level 2's summaries when there is one.
+pub struct Helpers<'a> {
+    /// Counts a message's tokens.
+    pub count: Count<'a>,
+    /// Writes a summary in place of level 2's one line per call.
+    pub summarize: Option<Summarize<'a>>,
+    /// The tokens of results the summarizer is shown at most, in all:
+    /// longer results are cut to their head and tail first, so that the
+    /// request fits its window.
+    pub readable: u32,
+}
+
 /// What a compaction did to the entries.
 #[derive(Debug, Default)]
 pub struct Compaction {
@@ -33,6 +49,24 @@ pub fn compact(
     settings: &CompactSettings,
     count: Count<'_>,
 ) -> Result<Compaction> {
+    let mut helpers = Helpers {
+        count,
+        summarize: None,
+        readable: u32::MAX,
+    };
+    compact_with(entries, fixed, budget, keep_from, settings, &mut helpers)
+}
+
+/// [`compact`], with a model writing level 2's summaries when `helpers`
+/// has one (its failure falls back to the one-line summary).
+pub fn compact_with(
+    entries: &mut Vec<Entry>,
+    fixed: u32,
+    budget: u32,
+    keep_from: usize,
+    settings: &CompactSettings,
+    helpers: &mut Helpers<'_>,
+) -> Result<Compaction> {
     let mut done = Compaction::default();
     let target = (u64::from(budget) * u64::from(settings.target_percent.min(100)) / 100) as u32;
     let total = |entries: &[Entry]| fixed + entries.iter().map(|e| e.tokens).sum::<u32>();
@@ -40,7 +74,7 @@ pub fn compact(
         return Ok(done);
     }
     let len_before = entries.len();
-    type Level = fn(&mut Vec<Entry>, usize, &CompactSettings, Count<'_>) -> Result<Changed>;
+    type Level = fn(&mut Vec<Entry>, usize, &CompactSettings, &mut Helpers<'_>) -> Result<Changed>;
     let levels: [(CompactionLevel, Level); 3] = [
         (CompactionLevel::TruncateToolResults, truncate_tool_results),
         (CompactionLevel::Summarize, summarize_calls),
@@ -52,7 +86,7 @@ pub fn compact(
         }
         let old_end = old_end(entries, keep_from - (len_before - entries.len()), settings);
         let before = total(entries);
-        let changed = run(entries, old_end, settings, count)?;
+        let changed = run(entries, old_end, settings, helpers)?;
         if let Some(first) = changed.first {
             done.first_changed = Some(done.first_changed.map_or(first, |f| f.min(first)));
             done.passes.push(Pass {
@@ -121,8 +155,9 @@ fn truncate_tool_results(
     entries: &mut Vec<Entry>,
     old_end: usize,
     settings: &CompactSettings,
-    count: Count<'_>,
+    helpers: &mut Helpers<'_>,
 ) -> Result<Changed> {
+    let count = &mut helpers.count;
     let mut changed = Changed::default();
     let limit = settings.tool_result_tokens;
     for (index, entry) in entries.iter_mut().enumerate().take(old_end) {
@@ -145,12 +180,13 @@ fn truncate_tool_results(
 
 /// Level 2: each older assistant message with tool calls, and their
 /// results, become one line per call, merged into the assistant's reply
-/// that follows (so roles still alternate).
+/// that follows (so roles still alternate); with a summarizer, the model's
+/// summary of them instead.
 fn summarize_calls(
     entries: &mut Vec<Entry>,
     old_end: usize,
     _settings: &CompactSettings,
-    count: Count<'_>,
+    helpers: &mut Helpers<'_>,
 ) -> Result<Changed> {
     let mut changed = Changed::default();
     let mut index = 0;
@@ -174,8 +210,8 @@ fn summarize_calls(
             .iter()
             .map(|e| e.message.clone())
             .collect();
-        let summary = Message::assistant(summary_of(&originals));
-        let tokens = count(&summary)?;
+        let summary = Message::assistant(written_summary(helpers, &originals)?);
+        let tokens = (helpers.count)(&summary)?;
         for original in &originals {
             changed.touch(index, original.clone());
         }
@@ -191,6 +227,46 @@ fn summarize_calls(
         index += 1;
     }
     Ok(changed)
+}
+
+/// The model's summary of a span when there is a summarizer and it
+/// answers; the one-line summary otherwise.
+fn written_summary(helpers: &mut Helpers<'_>, span: &[Message]) -> Result<String> {
+    if helpers.summarize.is_none() {
+        return Ok(summary_of(span));
+    }
+    let shown = readable_span(helpers, span)?;
+    let summarize = helpers.summarize.as_mut().expect("checked above");
+    Ok(match summarize(&shown) {
+        Ok(text) if !text.trim().is_empty() => format!("[summary] {}", text.trim()),
+        Ok(_) => summary_of(span),
+        Err(e) => {
+            tracing::warn!("the summarizer failed ({e}); summarizing in one line instead");
+            summary_of(span)
+        }
+    })
+}
+
+/// The span as the summarizer is shown it: its results share
+/// `helpers.readable` tokens, a longer one cut to its head and tail.
+fn readable_span(helpers: &mut Helpers<'_>, span: &[Message]) -> Result<Vec<Message>> {
+    let results = span.iter().filter(|m| m.role == Role::Tool).count().max(1);
+    let share = helpers.readable / results as u32;
+    let mut shown = span.to_vec();
+    for message in shown.iter_mut().filter(|m| m.role == Role::Tool) {
+        let tokens = (helpers.count)(message)?;
+        if tokens > share {
+            let template = message.clone();
+            let count = &mut helpers.count;
+            message.content = cut_middle(&template.content, tokens, share, &mut |text| {
+                count(&Message {
+                    content: text.to_owned(),
+                    ..template.clone()
+                })
+            })?;
+        }
+    }
+    Ok(shown)
 }
 
 /// How long a result may be in a summary line, in characters.
@@ -239,7 +315,7 @@ fn drop_middle(
     entries: &mut Vec<Entry>,
     old_end: usize,
     settings: &CompactSettings,
-    count: Count<'_>,
+    helpers: &mut Helpers<'_>,
 ) -> Result<Changed> {
     let mut changed = Changed::default();
     let mut first_end = (settings.keep_first as usize).min(old_end);
@@ -259,7 +335,7 @@ fn drop_middle(
         "\n\n[{} earlier messages were removed to fit the context window]",
         changed.removed.len() - 1
     ));
-    last.tokens = count(&last.message)?;
+    last.tokens = (helpers.count)(&last.message)?;
     Ok(changed)
 }
 

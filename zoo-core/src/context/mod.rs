@@ -6,14 +6,16 @@
 mod cascade;
 mod cut;
 mod host;
+mod summary;
 
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
 
-pub use cascade::{compact, drop_oldest_turns, Compaction};
+pub use cascade::{compact, compact_with, drop_oldest_turns, Compaction, Helpers};
 pub use cut::cut_middle;
 pub use host::{adopt, Refusal};
+pub use summary::{summary_request, Summarize, SummarizerConfig, DEFAULT_INSTRUCTIONS};
 
 /// A message of the window with its exact token count.
 #[derive(Debug, Clone, PartialEq)]

@@ -50,7 +50,7 @@ use crate::backend::{
 };
 use crate::cancel::CancelToken;
 use crate::config::ToolExecution;
-use crate::context::{cut_middle, CompactionLevel, ContextStrategy, Pass};
+use crate::context::{cut_middle, CompactionLevel, ContextStrategy, Helpers, Pass, Summarize};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{AgentEvent, EventKind};
 use crate::logs::targets;
@@ -66,6 +66,9 @@ use crate::tools::ToolDefinition;
 
 /// Tokens kept free for the reply when `max_tokens` is not set.
 const DEFAULT_REPLY_RESERVE: u32 = 1024;
+
+/// How long a summary of older turns may be, in words.
+const SUMMARY_WORDS: u32 = 60;
 
 /// The limits and defaults a turn runs with.
 #[derive(Debug, Clone)]
@@ -92,6 +95,9 @@ pub struct TurnSettings {
     pub context_strategy: ContextStrategy,
     /// Tool results over this many tokens are cut (0: kept whole).
     pub max_tool_result_tokens: u32,
+    /// The model that writes level 2's summaries and summarizes a tool
+    /// result over `max_tool_result_tokens`, when the config names one.
+    pub summarizer: Option<Arc<dyn Summarize>>,
 }
 
 /// What starts a chat.
@@ -866,11 +872,21 @@ impl Turn<'_, '_> {
             }
             ContextStrategy::Compact(settings) => {
                 let backend = &mut *self.backend;
-                let done = self
-                    .history
-                    .compact(budget, self.turn_start, &settings, &mut |m| {
-                        backend.count_tokens(m)
-                    })?;
+                let (summarizer, cancel) = (self.settings.summarizer.clone(), self.cancel);
+                let mut summarize = summarizer.as_ref().map(|summarizer| {
+                    move |span: &[Message]| summarizer.summarize(span, SUMMARY_WORDS, cancel)
+                });
+                let mut helpers = Helpers {
+                    // Half the window: a summarizer on this model has the
+                    // same one, and needs room for its instructions and
+                    // its reply.
+                    readable: backend.context_size() / 2,
+                    count: &mut |m| backend.count_tokens(m),
+                    summarize: summarize.as_mut().map(|f| f as _),
+                };
+                let done =
+                    self.history
+                        .compact(budget, self.turn_start, &settings, &mut helpers)?;
                 self.turn_start -= done.removed_before_turn;
                 done.passes
             }
@@ -1338,16 +1354,23 @@ impl Turn<'_, '_> {
         let limit = self.settings.max_tool_result_tokens;
         if message.role == Role::Tool && limit > 0 && tokens > limit {
             // Hygiene: a huge result would push the conversation out of
-            // the window; its head and tail usually say what matters.
-            let backend = &mut *self.backend;
-            let template = message.clone();
-            message.content = cut_middle(&message.content, tokens, limit, &mut |text| {
-                backend.count_tokens(&Message {
-                    content: text.to_owned(),
-                    ..template.clone()
-                })
-            })?;
-            tokens = self.backend.count_tokens(&message)?;
+            // the window. A summarizer says what it holds; without one
+            // (or when it fails) its head and tail usually do.
+            if let Some(summary) = self.summary_of_result(&message, tokens, limit)? {
+                message.content = summary;
+                tokens = self.backend.count_tokens(&message)?;
+            }
+            if tokens > limit {
+                let backend = &mut *self.backend;
+                let template = message.clone();
+                message.content = cut_middle(&message.content, tokens, limit, &mut |text| {
+                    backend.count_tokens(&Message {
+                        content: text.to_owned(),
+                        ..template.clone()
+                    })
+                })?;
+                tokens = self.backend.count_tokens(&message)?;
+            }
         }
         self.history.push(message, tokens)?;
         // A reply without calls, or the last result of a reply's calls:
@@ -1358,6 +1381,48 @@ impl Turn<'_, '_> {
             (self.checkpoint)(self.history);
         }
         Ok(())
+    }
+
+    /// The summarizer's summary of a tool result of `tokens` tokens, over
+    /// `limit`, marked as one; `None` without a summarizer or when it fails
+    /// (logged), and the result is cut instead. A result longer than half
+    /// the window is cut to that first, so that the summarizer (on this
+    /// model, the same window) can read it.
+    fn summary_of_result(
+        &mut self,
+        message: &Message,
+        tokens: u32,
+        limit: u32,
+    ) -> Result<Option<String>> {
+        let Some(summarizer) = self.settings.summarizer.clone() else {
+            return Ok(None);
+        };
+        let readable = self.backend.context_size() / 2;
+        let mut shown = message.clone();
+        if tokens > readable {
+            let backend = &mut *self.backend;
+            shown.content = cut_middle(&message.content, tokens, readable, &mut |text| {
+                backend.count_tokens(&Message {
+                    content: text.to_owned(),
+                    ..message.clone()
+                })
+            })?;
+        }
+        // About three words in four tokens, leaving room for the marker.
+        let words = (limit.saturating_sub(16) * 3 / 4).max(8);
+        Ok(
+            match summarizer.summarize(std::slice::from_ref(&shown), words, self.cancel) {
+                Ok(text) if !text.trim().is_empty() => Some(format!(
+                    "[summary of a {tokens}-token result] {}",
+                    text.trim()
+                )),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!("the summarizer failed ({e}); cutting the result instead");
+                    None
+                }
+            },
+        )
     }
 
     /// Builds the response.

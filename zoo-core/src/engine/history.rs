@@ -3,7 +3,7 @@
 //! prompt and never splits a tool call from its result, and the KV-cache
 //! hint (how many leading messages are unchanged since the last request).
 
-use crate::context::{self, CompactSettings, Compaction, Entry, Pass, Refusal};
+use crate::context::{self, CompactSettings, Compaction, Entry, Helpers, Pass, Refusal};
 use crate::error::{Error, Result};
 use crate::message::{Message, Role};
 
@@ -315,17 +315,25 @@ impl History {
     }
 
     /// Runs the compaction cascade until the history fits `budget`, keeping
-    /// the turn that starts at `keep_from` whole; `count` counts a
-    /// message's tokens. The KV-cache hint drops to the first change.
+    /// the turn that starts at `keep_from` whole; `helpers` count a
+    /// message's tokens and may write level 2's summaries. The KV-cache
+    /// hint drops to the first change.
     pub fn compact(
         &mut self,
         budget: u32,
         keep_from: usize,
         settings: &CompactSettings,
-        count: &mut dyn FnMut(&Message) -> Result<u32>,
+        helpers: &mut Helpers<'_>,
     ) -> Result<Compaction> {
         let fixed = self.system.as_ref().map_or(0, |e| e.tokens);
-        let done = context::compact(&mut self.entries, fixed, budget, keep_from, settings, count)?;
+        let done = context::compact_with(
+            &mut self.entries,
+            fixed,
+            budget,
+            keep_from,
+            settings,
+            helpers,
+        )?;
         if let Some(first) = done.first_changed {
             self.stable = self.stable.min(first + usize::from(self.system.is_some()));
         }

@@ -23,6 +23,7 @@ use super::tool_runner::ToolRunner;
 use crate::backend::Backend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
+use crate::context::Summarize;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::EventKind;
 use crate::logs::targets;
@@ -81,6 +82,8 @@ pub(crate) struct Shared {
     pub skills: Arc<Skills>,
     /// The id of the session the history is kept in, once it is open.
     pub session_id: Mutex<Option<String>>,
+    /// The model that writes summaries, when the config names one.
+    pub summarizer: Option<Arc<dyn Summarize>>,
     /// The inference thread and the tool thread: where callbacks and tool
     /// handlers run, and where blocking on the agent would wait for itself.
     pub agent_threads: Mutex<Vec<ThreadId>>,
@@ -96,9 +99,9 @@ pub(crate) struct Status {
 impl Shared {
     /// The agent's shared state; loads the config's skills and registers
     /// `load_skill` when there are any.
-    pub(crate) fn new(config: Config) -> Result<Arc<Self>> {
+    pub(crate) fn new(config: Config, summarizer: Option<Arc<dyn Summarize>>) -> Result<Arc<Self>> {
         let skills = Arc::new(Skills::load(&config.skills)?);
-        let shared = Arc::new(Self::with_skills(config, skills.clone()));
+        let shared = Arc::new(Self::with_skills(config, skills.clone(), summarizer));
         if !skills.is_empty() {
             let tool = skills::load_skill_tool(skills, Arc::downgrade(&shared.tools))?;
             shared.tools.register(tool);
@@ -115,7 +118,11 @@ impl Shared {
         Ok(shared)
     }
 
-    fn with_skills(config: Config, skills: Arc<Skills>) -> Self {
+    fn with_skills(
+        config: Config,
+        skills: Arc<Skills>,
+        summarizer: Option<Arc<dyn Summarize>>,
+    ) -> Self {
         /// The id the next agent of the process gets.
         static NEXT_AGENT_ID: AtomicU64 = AtomicU64::new(1);
         Shared {
@@ -133,6 +140,7 @@ impl Shared {
             history: Mutex::new(Vec::new()),
             skills,
             session_id: Mutex::new(None),
+            summarizer,
             agent_threads: Mutex::new(Vec::new()),
         }
     }
@@ -287,7 +295,8 @@ fn run_chat(
     let span =
         tracing::error_span!(target: targets::CHAT, "chat", agent_id = shared.agent_id, chat_id);
     let _in_chat = span.enter();
-    let settings = turn_settings(&shared.config, &mut options);
+    let mut settings = turn_settings(&shared.config, &mut options);
+    settings.summarizer = shared.summarizer.clone();
     let rag_context = options.rag_context.take();
     let mut callbacks = Callbacks {
         on_token: options.on_token.as_deref_mut().map(|f| f as _),
@@ -424,6 +433,7 @@ fn turn_settings(config: &Config, options: &mut ChatOptions) -> TurnSettings {
         tool_execution: config.tool_execution,
         context_strategy: config.context_strategy,
         max_tool_result_tokens: config.max_tool_result_tokens,
+        summarizer: None,
     }
 }
 
