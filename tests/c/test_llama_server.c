@@ -6,8 +6,7 @@
  * our pipe, closes) and killed at its end: one streamed chat configured by
  * {"provider": {"type": "openai", ...}}. The server's python:
  * $ZOO_LLAMA_SERVER_PYTHON, else target/llama-server/bin/python; when it is
- * missing the test says so and passes, or fails when
- * ZOO_REQUIRE_LLAMA_SERVER=1 (scripts/test's full tier). Named real_, so
+ * missing the test fails. Named real_, so
  * the quick tier leaves it out.
  */
 #define _GNU_SOURCE
@@ -154,12 +153,8 @@ void test_real_llama_server_chat(void) {
     const char *python = getenv("ZOO_LLAMA_SERVER_PYTHON");
     if (!python || !*python) python = REPO "/target/llama-server/bin/python";
     if (access(python, X_OK) != 0) {
-        const char *required = getenv("ZOO_REQUIRE_LLAMA_SERVER");
-        if (required && strcmp(required, "1") == 0)
-            CHECKF(false, "%s is missing: run scripts/fetch-llama-server (ZOO_REQUIRE_LLAMA_SERVER=1)",
-                   python);
-        else
-            th_note("not run: %s is missing: run scripts/fetch-llama-server", python);
+        /* As a missing model does: a test that cannot run fails. */
+        CHECKF(false, "%s is missing: run scripts/fetch-llama-server", python);
         return;
     }
     llama_server server;

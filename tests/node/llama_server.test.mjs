@@ -4,8 +4,7 @@
 // one chat whose toolChoice forces a JS tool, run by the agentic loop, the
 // answer streamed to onToken after its result. The server's python:
 // $ZOO_LLAMA_SERVER_PYTHON, else target/llama-server/bin/python; missing,
-// the test is skipped, or fails when ZOO_REQUIRE_LLAMA_SERVER=1 (the full
-// tier). The quick tier leaves this file out (scripts/test-node).
+// the test fails. The quick tier leaves this file out (scripts/test-node).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -18,10 +17,8 @@ import { zk, ROOT, modelPath } from './helpers.mjs'
 const MODEL = 'smollm2'
 const READY_BOUND_MS = 300_000
 const python = process.env.ZOO_LLAMA_SERVER_PYTHON ?? path.join(ROOT, 'target', 'llama-server', 'bin', 'python')
-const missing = !existsSync(python)
-if (missing && process.env.ZOO_REQUIRE_LLAMA_SERVER === '1') {
-  throw new Error(`${python} is missing: run scripts/fetch-llama-server (ZOO_REQUIRE_LLAMA_SERVER=1)`)
-}
+// As a missing model does: a test that cannot run fails.
+if (!existsSync(python)) throw new Error(`${python} is missing: run scripts/fetch-llama-server`)
 let server
 
 /** A port nothing listens on now (the OS's choice for port 0). */
@@ -43,7 +40,6 @@ async function listsTheModel(baseUrl) {
 }
 
 before(async () => {
-  if (missing) return
   const port = await freePort()
   const log = path.join(os.tmpdir(), `zoo-llama-server-node-${process.pid}.log`)
   const fd = openSync(log, 'w')
@@ -72,7 +68,7 @@ after(async () => {
   rmSync(server.log, { force: true })
 })
 
-test('a forced tool call on llama-cpp-python runs in the loop and the answer streams after it', { skip: missing && `${python} is missing: run scripts/fetch-llama-server` }, async () => {
+test('a forced tool call on llama-cpp-python runs in the loop and the answer streams after it', async () => {
   const agent = await zk.Agent.create({
     temperature: 0,
     seed: 7,

@@ -37,15 +37,13 @@ def tool_call(name: str, arguments: dict) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-def llama_server_python() -> pathlib.Path | None:
+def llama_server_python() -> pathlib.Path:
     """The python of scripts/fetch-llama-server's venv ($ZOO_LLAMA_SERVER_PYTHON,
-    else target/llama-server/bin/python); None when it is missing and not
-    required. With ZOO_REQUIRE_LLAMA_SERVER=1 (scripts/test's full tier) a
-    missing server fails the test."""
+    else target/llama-server/bin/python); a missing server fails the test,
+    as a missing model does."""
     quick_tier_guard("llama-cpp-python's server", "llama_server")
     python = pathlib.Path(os.environ.get("ZOO_LLAMA_SERVER_PYTHON", ROOT / "target/llama-server/bin/python"))
-    if python.exists():
-        return python
-    if os.environ.get("ZOO_REQUIRE_LLAMA_SERVER") == "1":
-        pytest.fail(f"{python} is missing: run scripts/fetch-llama-server (ZOO_REQUIRE_LLAMA_SERVER=1)")
-    return None
+    if not python.exists():
+        # As a missing model does: a test that cannot run fails.
+        pytest.fail(f"{python} is missing: run scripts/fetch-llama-server")
+    return python

@@ -9,9 +9,7 @@
 //!
 //! Where the server's python is: `ZOO_LLAMA_SERVER_PYTHON` (scripts/test
 //! sets it), else target/llama-server/bin/python. When it is missing the
-//! tests say so and pass without running, unless
-//! `ZOO_REQUIRE_LLAMA_SERVER=1` (scripts/test's full tier, CI), where a
-//! missing server fails them.
+//! tests fail, as they do without the model.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -65,14 +63,13 @@ struct LlamaServer {
     _process: Mutex<Child>,
 }
 
-/// The server, started on first use; `None` when it is not installed and
-/// not required (the caller then returns without testing).
-fn server() -> Option<&'static LlamaServer> {
-    static SERVER: OnceLock<Option<LlamaServer>> = OnceLock::new();
-    SERVER.get_or_init(start_server).as_ref()
+/// The server, started on first use (a missing one fails the test).
+fn server() -> &'static LlamaServer {
+    static SERVER: OnceLock<LlamaServer> = OnceLock::new();
+    SERVER.get_or_init(start_server)
 }
 
-fn start_server() -> Option<LlamaServer> {
+fn start_server() -> LlamaServer {
     let python = std::env::var_os("ZOO_LLAMA_SERVER_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target/llama-server/bin/python"));
@@ -81,12 +78,8 @@ fn start_server() -> Option<LlamaServer> {
             "{} is missing: run scripts/fetch-llama-server",
             python.display()
         );
-        assert!(
-            std::env::var("ZOO_REQUIRE_LLAMA_SERVER").as_deref() != Ok("1"),
-            "{missing} (ZOO_REQUIRE_LLAMA_SERVER=1)"
-        );
-        eprintln!("llama_server tests not run: {missing}");
-        return None;
+        // As a missing model does: a test that cannot run fails.
+        panic!("{missing}");
     }
     let port = free_port();
     let log_path = std::env::temp_dir().join(format!(
@@ -127,10 +120,10 @@ fn start_server() -> Option<LlamaServer> {
     }
     // The server keeps writing to the file it has open; only the name goes.
     let _ = std::fs::remove_file(&log_path);
-    Some(LlamaServer {
+    LlamaServer {
         base_url: format!("http://127.0.0.1:{port}/v1"),
         _process: Mutex::new(process),
-    })
+    }
 }
 
 /// A port nothing listens on now (the OS's choice for port 0).
@@ -255,7 +248,7 @@ fn plain_and_forced_tool(config: Config) -> (Recorded, Recorded, Vec<Value>, Vec
 
 #[test]
 fn a_plain_chat_through_the_openai_provider() {
-    let Some(server) = server() else { return };
+    let server = server();
     let _serial = serial();
     let agent = Agent::create(remote_config(server)).unwrap();
     let chat = chat_recording(&agent, "Name three colors.", ChatOptions::new());
@@ -283,7 +276,7 @@ fn a_plain_chat_through_the_openai_provider() {
 
 #[test]
 fn a_forced_tool_call_runs_in_the_loop_and_the_model_answers_after_its_result() {
-    let Some(server) = server() else { return };
+    let server = server();
     let _serial = serial();
     let (_, forced, calls, history) = plain_and_forced_tool(remote_config(server));
     let response = &forced.response;
@@ -336,7 +329,7 @@ fn a_forced_tool_call_runs_in_the_loop_and_the_model_answers_after_its_result() 
 
 #[test]
 fn a_reply_streams_in_pieces_to_on_token() {
-    let Some(server) = server() else { return };
+    let server = server();
     let _serial = serial();
     let agent = Agent::create(remote_config(server)).unwrap();
     let chat = chat_recording(
@@ -359,7 +352,7 @@ fn a_reply_streams_in_pieces_to_on_token() {
 
 #[test]
 fn a_stop_during_a_long_streamed_reply_ends_the_chat_and_the_agent_answers_the_next() {
-    let Some(server) = server() else { return };
+    let server = server();
     let _serial = serial();
     let agent = Agent::create(remote_config(server)).unwrap();
     let (tx, rx) = mpsc::channel();
@@ -421,7 +414,7 @@ fn response_shape(response: &Response) -> Value {
 #[cfg(feature = "llama")]
 #[test]
 fn the_same_agent_code_on_the_local_model_and_on_the_server() {
-    let Some(server) = server() else { return };
+    let server = server();
     let _serial = serial();
     let mut local = sampling();
     local["model_path"] = json!(smollm2_path());
