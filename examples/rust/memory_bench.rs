@@ -1,8 +1,8 @@
 //! What memory costs: chats on the mock with and without a session store
 //! (throughput ratio, per-chat latency percentiles, so the p99 of a
 //! turn's commit shows as the difference), and one compaction pass on a
-//! 4,000-token history of tool turns. Both in one process, one after the
-//! other; the mock makes the engine's own cost the only cost.
+//! 4,000-token history of tool turns. Both sides in one process, chat by
+//! chat in turn; the mock makes the engine's own cost the only cost.
 //!
 //! ```sh
 //! cargo run --release --example memory_bench -- 2000
@@ -19,19 +19,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("zoo-memory-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let db = dir.join("sessions.db").to_string_lossy().into_owned();
-    // Alternate the order so neither side always runs on a warmer machine.
+    // The two agents chat in turn, one chat each, so both see the same
+    // machine: on a shared machine, runs one after the other measured
+    // mostly the neighbours.
     let mut rounds = Vec::new();
     for round in 0..3 {
         let stored = Config::default()
             .session_store(&db)
             .session(format!("bench-{round}"));
-        let (plain, with) = if round % 2 == 0 {
-            let plain = run(Config::default(), chats)?;
-            (plain, run(stored, chats)?)
-        } else {
-            let with = run(stored, chats)?;
-            (run(Config::default(), chats)?, with)
-        };
+        let (plain, with) = run_side_by_side(Config::default(), stored, chats)?;
         println!(
             "round {round}: {:.0} chats/s without a store, {:.0} with (ratio {:.3}); \
              per chat p50 {:.3} / {:.3} ms, p99 {:.3} / {:.3} ms",
@@ -58,24 +54,45 @@ struct Run {
     p99: f64,
 }
 
-fn run(config: Config, chats: usize) -> Result<Run, Box<dyn std::error::Error>> {
-    let agent = Agent::with_backend(MockBackend::new(), config.context_size(1 << 20))?;
-    let mut times = Vec::with_capacity(chats);
-    let start = Instant::now();
-    for n in 0..chats {
-        let t = Instant::now();
-        agent
-            .chat(format!("message {n}"), ChatOptions::new())
-            .wait()?;
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
+impl Run {
+    fn of(mut times: Vec<f64>) -> Run {
+        let total: f64 = times.iter().sum();
+        times.sort_by(f64::total_cmp);
+        Run {
+            per_second: times.len() as f64 / (total / 1000.0),
+            p50: times[times.len() / 2],
+            p99: times[times.len() * 99 / 100],
+        }
     }
-    let per_second = chats as f64 / start.elapsed().as_secs_f64();
-    times.sort_by(f64::total_cmp);
-    Ok(Run {
-        per_second,
-        p50: times[times.len() / 2],
-        p99: times[times.len() * 99 / 100],
-    })
+}
+
+/// `chats` chats on each of two agents, alternating which chats first.
+fn run_side_by_side(
+    a: Config,
+    b: Config,
+    chats: usize,
+) -> Result<(Run, Run), Box<dyn std::error::Error>> {
+    let agents = [a, b].map(|c| Agent::with_backend(MockBackend::new(), c.context_size(1 << 20)));
+    let [a, b] = agents;
+    let (a, b) = (a?, b?);
+    let (mut times_a, mut times_b) = (Vec::with_capacity(chats), Vec::with_capacity(chats));
+    for n in 0..chats {
+        let timed = |agent: &Agent| -> Result<f64, zoo_core::Error> {
+            let t = Instant::now();
+            agent
+                .chat(format!("message {n}"), ChatOptions::new())
+                .wait()?;
+            Ok(t.elapsed().as_secs_f64() * 1000.0)
+        };
+        if n % 2 == 0 {
+            times_a.push(timed(&a)?);
+            times_b.push(timed(&b)?);
+        } else {
+            times_b.push(timed(&b)?);
+            times_a.push(timed(&a)?);
+        }
+    }
+    Ok((Run::of(times_a), Run::of(times_b)))
 }
 
 /// One cascade pass over 4,000 tokens of tool turns, with the mock's token

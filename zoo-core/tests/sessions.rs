@@ -108,6 +108,61 @@ fn without_an_id_a_new_session_is_started_and_listed() {
     assert_eq!(listed[1].title.as_deref(), Some("first agent"));
 }
 
+/// How many writes the session has had: the store raises its `touched`
+/// past every session's with each write, and here it is the only session.
+fn writes_of(db: &str, id: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("SELECT touched FROM sessions WHERE id = ?1", [id], |row| {
+        row.get(0)
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_chat_writes_once_per_round_and_nothing_when_nothing_changed() {
+    let dir = TempDir::new();
+    let config = Config::default()
+        .session_store(dir.db())
+        .session("counted")
+        .system_prompt("Be brief.");
+    let agent = agent_on(
+        MockBackend::with_script([
+            MockReply::tool_call("get_weather", json!({"city": "Paris"})),
+            MockReply::text("21 degrees."),
+        ]),
+        config.clone(),
+    );
+    agent.register_tool(weather_tool());
+    let opened = writes_of(&dir.db(), "counted");
+    // Two rounds: the call with its result, then the answer.
+    assert_eq!(chat(&agent, "Weather in Paris?"), "21 degrees.");
+    assert_eq!(writes_of(&dir.db(), "counted") - opened, 2);
+    for n in 0..10 {
+        chat(&agent, &format!("plain chat {n}"));
+    }
+    assert_eq!(
+        writes_of(&dir.db(), "counted") - opened,
+        12,
+        "a plain chat is one round, one write (no empty closing write)"
+    );
+    drop(agent);
+    // Reopened with the same system prompt: nothing to write.
+    let before = writes_of(&dir.db(), "counted");
+    let again = agent_on(MockBackend::new(), config.clone());
+    assert_eq!(writes_of(&dir.db(), "counted"), before);
+    drop(again);
+    // With another one, the new prompt is written at once.
+    let changed = agent_on(MockBackend::new(), config.system_prompt("Be long."));
+    assert_eq!(writes_of(&dir.db(), "counted"), before + 1);
+    drop(changed);
+    let data = SessionStore::open(dir.db())
+        .unwrap()
+        .load("counted")
+        .unwrap();
+    assert_eq!(data.system_prompt.as_deref(), Some("Be long."));
+    assert_eq!(data.messages.len(), 24);
+}
+
 #[test]
 fn one_session_is_open_in_one_agent_at_a_time() {
     let dir = TempDir::new();

@@ -236,7 +236,7 @@ pub(crate) fn run_turn(
     };
     let (steering, follow_ups) = std::mem::take(&mut turn.taken);
     if undo {
-        *history = before;
+        history.restore(before);
         // Messages the undone chat took wait for the next one.
         queues.give_back(steering, follow_ups);
     }

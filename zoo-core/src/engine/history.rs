@@ -32,6 +32,10 @@ pub struct History {
     /// Messages before this position are saved unchanged (see
     /// [`unsaved`](Self::unsaved)).
     saved: usize,
+    /// Whether anything a saved copy holds (a message, the system prompt)
+    /// changed since [`mark_saved`](Self::mark_saved): a chat that changed
+    /// nothing then costs its session no write at all.
+    changed: bool,
 }
 
 impl History {
@@ -49,6 +53,7 @@ impl History {
             position: None,
         });
         self.stable = 0;
+        self.changed = true;
     }
 
     /// The system prompt, if any.
@@ -69,6 +74,7 @@ impl History {
                 tokens,
                 position: None,
             });
+            self.changed = true;
             return Ok(());
         }
         self.check_order(&message)?;
@@ -79,6 +85,7 @@ impl History {
             position: Some(self.next_position),
         });
         self.next_position += 1;
+        self.changed = true;
         Ok(())
     }
 
@@ -246,6 +253,7 @@ impl History {
         if let Some(position) = last.position {
             self.saved = self.saved.min(position);
         }
+        self.changed = true;
         self.stable = self.stable.min(index - 1);
         Ok(())
     }
@@ -286,10 +294,19 @@ impl History {
         if let Some(first) = removed.iter().find_map(|e| e.position) {
             self.next_position = first;
             self.saved = self.saved.min(first);
+            self.changed = true;
         }
         self.entries.truncate(len);
         let kept = self.entries.len() + usize::from(self.system.is_some());
         self.stable = self.stable.min(kept);
+    }
+
+    /// Puts back `earlier`, a copy taken before a turn that is now undone.
+    /// The turn may have saved rounds meanwhile, so the saved copy counts
+    /// as changed: the next save takes them out again.
+    pub fn restore(&mut self, earlier: History) {
+        *self = earlier;
+        self.changed = true;
     }
 
     /// Removes every message but the system prompt.
@@ -297,6 +314,7 @@ impl History {
         self.entries.clear();
         self.next_position = 0;
         self.saved = 0;
+        self.changed = true;
         self.stable = self.stable.min(usize::from(self.system.is_some()));
     }
 
@@ -430,8 +448,23 @@ impl History {
         }
     }
 
+    /// Whether a saved copy lacks anything (see [`unsaved`](Self::unsaved)
+    /// and the system prompt) since [`mark_saved`](Self::mark_saved).
+    pub fn has_unsaved_changes(&self) -> bool {
+        self.changed
+    }
+
+    /// Records that the messages are those of a saved copy whose system
+    /// prompt is `stored`: only a different system prompt is left unsaved.
+    pub fn mark_loaded(&mut self, stored: Option<&str>) {
+        let prompt_differs = self.system_prompt() != stored;
+        self.mark_saved();
+        self.changed = prompt_differs;
+    }
+
     /// Records that every message is saved.
     pub fn mark_saved(&mut self) {
+        self.changed = false;
         self.saved = self.next_position;
     }
 

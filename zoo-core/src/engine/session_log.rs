@@ -108,7 +108,12 @@ impl SessionLog {
 
     /// Writes what the history holds that the session lacks, in one
     /// transaction; on failure the history keeps it for the next save.
+    /// Nothing changed, nothing written: a chat's closing save after its
+    /// last round was written costs no transaction.
     pub(crate) fn save(&self, history: &mut History) -> Result<()> {
+        if !history.has_unsaved_changes() {
+            return Ok(());
+        }
         let unsaved = history.unsaved();
         self.store.write_tail(
             &self.id,

@@ -233,9 +233,9 @@ fn start_history(
         return Ok(None);
     };
     replace_history(backend, history, data.messages)?;
-    prompt = prompt.or(data.system_prompt);
+    prompt = prompt.or_else(|| data.system_prompt.clone());
     set_system_prompt(backend, history, with_skills(prompt, &shared.skills))?;
-    history.mark_saved();
+    history.mark_loaded(data.system_prompt.as_deref());
     session.save(history)?;
     *shared.session_id.lock() = Some(session.id().to_owned());
     Ok(Some(session))

@@ -6,6 +6,7 @@
 //! This module knows messages, not agents: the engine writes into it, and
 //! the front doors list, load, export and import through it.
 
+mod checkpointer;
 mod store;
 
 use serde::{Deserialize, Serialize};

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
+use super::checkpointer::Checkpointer;
 use super::{SessionData, SessionInfo};
 use crate::error::{Error, Result};
 use crate::message::{Message, Role};
@@ -50,6 +51,8 @@ const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 pub struct SessionStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Runs the WAL checkpoints `conn` leaves out.
+    checkpointer: Checkpointer,
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -72,10 +75,21 @@ impl SessionStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let conn = Self::connect(&path)?;
+        let checkpointer = Self::checkpointer(&path)?;
         Ok(SessionStore {
             path,
             conn: Mutex::new(conn),
+            checkpointer,
         })
+    }
+
+    /// The checkpointing thread, on a second connection to the file.
+    fn checkpointer(path: &Path) -> Result<Checkpointer> {
+        let err = db_error(path);
+        let conn = Connection::open(path).map_err(&err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
+        Checkpointer::start(conn, path)
+            .map_err(|e| Error::Io(format!("session store `{}`: {e}", path.display())))
     }
 
     /// Opens the file and brings its tables to this build's schema.
@@ -90,6 +104,9 @@ impl SessionStore {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(&err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(&err)?;
+        // Checkpoints run on the checkpointer's thread instead.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(&err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(&err)?;
@@ -356,32 +373,29 @@ impl SessionStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
         let stale_from = i64::try_from(stale_from).unwrap_or(i64::MAX);
-        tx.execute(
-            "DELETE FROM messages WHERE session_id = ?1 AND position >= ?2",
-            params![id, stale_from],
-        )
-        .map_err(self.err())?;
+        // Cached statements: a chat writes each round, and preparing these
+        // again each time cost as much as the writing.
+        tx.prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND position >= ?2")
+            .and_then(|mut delete| delete.execute(params![id, stale_from]))
+            .map_err(self.err())?;
         // The session may have been deleted by another handle meanwhile:
         // it comes back, rather than its messages failing the foreign key.
-        tx.execute(
-            &format!(
-                "INSERT OR IGNORE INTO sessions (id, created_at, updated_at)
-                 VALUES (?1, {NOW}, {NOW})"
-            ),
-            [id],
-        )
+        tx.prepare_cached(&format!(
+            "INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?1, {NOW}, {NOW})"
+        ))
+        .and_then(|mut revive| revive.execute([id]))
         .map_err(self.err())?;
         insert_messages(&tx, id, messages).map_err(self.err())?;
-        tx.execute(
-            &format!(
-                "UPDATE sessions SET updated_at = {NOW}, system_prompt = ?2,
-                 title = COALESCE(title, ?3),
-                 touched = (SELECT COALESCE(MAX(touched), 0) + 1 FROM sessions) WHERE id = ?1"
-            ),
-            params![id, system_prompt, title],
-        )
+        tx.prepare_cached(&format!(
+            "UPDATE sessions SET updated_at = {NOW}, system_prompt = ?2,
+             title = COALESCE(title, ?3),
+             touched = (SELECT COALESCE(MAX(touched), 0) + 1 FROM sessions) WHERE id = ?1"
+        ))
+        .and_then(|mut update| update.execute(params![id, system_prompt, title]))
         .map_err(self.err())?;
-        tx.commit().map_err(self.err())
+        tx.commit().map_err(self.err())?;
+        self.checkpointer.committed();
+        Ok(())
     }
 
     /// SQLite's own check of the file (`PRAGMA integrity_check`): `ok`, or
