@@ -1,14 +1,14 @@
 //! Agent configuration: every config key (the README's configuration
 //! table), its default and its checks.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::context::{ContextStrategy, SummarizerConfig};
 use crate::error::{Error, Result};
 use crate::provider::{self, Provider};
 use crate::settings::{describe, read_settings, Given, Rule, Settings, GPU_LAYERS};
-use crate::template::TemplateFamily;
+use crate::template::TemplateChoice;
 use crate::tools::builtin::{BuiltinToolsConfig, BUILTIN_TOOL_NAMES};
 pub use crate::tools::ToolChoice;
 
@@ -116,70 +116,6 @@ impl ToolExecution {
         }
     }
 }
-
-/// Which chat template renders the conversation.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum TemplateChoice {
-    /// The GGUF's own template, else a family detected from metadata, else ChatML.
-    #[default]
-    Auto,
-    /// A built-in template (`chatml`, `llama3`, `llama2`, `mistral`, `phi3`,
-    /// `gemma`, `raw`), whatever the model's metadata says.
-    Builtin(TemplateFamily),
-    /// A Jinja source written by the user.
-    Custom(String),
-}
-
-impl TemplateChoice {
-    /// Parses a config value: `auto`, a built-in name, or a Jinja source
-    /// (which must contain `{{` or `{%`, so that a misspelt name is an error,
-    /// not a template).
-    pub fn parse(value: &str) -> Result<Self> {
-        if value == "auto" {
-            return Ok(Self::Auto);
-        }
-        if let Some(family) = TemplateFamily::ALL.into_iter().find(|f| f.name() == value) {
-            return Ok(Self::Builtin(family));
-        }
-        if value.contains("{{") || value.contains("{%") {
-            return Ok(Self::Custom(value.to_string()));
-        }
-        let names: Vec<&str> = TemplateFamily::ALL.iter().map(|f| f.name()).collect();
-        Err(Error::config(
-            "template",
-            format!(
-                "unknown template `{value}`; expected auto, {} or a Jinja source",
-                names.join(", ")
-            ),
-        ))
-    }
-
-    /// The config value for this choice.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Auto => "auto",
-            Self::Builtin(family) => family.name(),
-            Self::Custom(source) => source,
-        }
-    }
-}
-
-macro_rules! string_serde {
-    ($ty:ty) => {
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let value = String::deserialize(d)?;
-                <$ty>::parse(&value).map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-string_serde!(TemplateChoice);
 
 /// Everything an agent is created with. Keys and JSON names are the same in
 /// every language (camelCase in Node). Unknown keys are rejected.
@@ -827,6 +763,7 @@ fn check_context_strategy(key: &str, value: &Json) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::template::TemplateFamily;
 
     #[test]
     fn defaults_are_valid_and_do_not_truncate_replies() {

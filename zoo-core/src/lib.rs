@@ -74,7 +74,7 @@ pub use backend::remote::{
 };
 pub use backend::{Backend, RetryInfo};
 pub use cancel::CancelToken;
-pub use config::{Config, QueueMode, TemplateChoice, ToolExecution};
+pub use config::{Config, QueueMode, ToolExecution};
 pub use engine::hooks::{ContextRequest, Hooks, InputDecision, ToolCallDecision, TurnDecision};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{AgentEvent, EventKind};
@@ -84,7 +84,7 @@ pub use message::{ImageContent, Message, Role, ToolCall};
 pub use provider::{MockProvider, Provider};
 pub use response::{Metrics, Response, StopReason, ToolCallRecord, ToolErrorRecord, Usage};
 pub use session::{SessionData, SessionInfo, SessionStore};
-pub use template::TemplateFamily;
+pub use template::{TemplateChoice, TemplateFamily};
 pub use tools::registry::{Tool, ToolOptions, ToolRegistry, ToolResult};
 pub use tools::ToolChoice;
 pub use tools::{ToolCallFormat, ToolContext, ToolDefinition, ToolOutput};

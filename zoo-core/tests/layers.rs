@@ -17,13 +17,30 @@ fn module_of(relative: &Path) -> String {
     name.trim_end_matches(".rs").to_string()
 }
 
-/// The code of a source file without its test module and comments.
+/// The code of a source file without comments and without the items
+/// under `#[cfg(test)]` (a `mod tests;` declaration, or a block whose
+/// braces are counted to its end), wherever they stand in the file.
 fn code_of(text: &str) -> String {
-    let code = text.split("#[cfg(test)]").next().unwrap_or("");
-    code.lines()
-        .filter(|line| !line.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut kept = Vec::new();
+    let mut lines = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"));
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            kept.push(line);
+            continue;
+        }
+        // The item under the attribute: up to its `;` or its closing brace.
+        let mut depth = 0i32;
+        for item in lines.by_ref() {
+            depth += item.matches('{').count() as i32 - item.matches('}').count() as i32;
+            let trimmed = item.trim_end();
+            if depth == 0 && (trimmed.ends_with(';') || trimmed.ends_with('}')) {
+                break;
+            }
+        }
+    }
+    kept.join("\n")
 }
 
 /// The modules `code` names as `crate::<name>`, or in `use crate::{...}`.
@@ -134,4 +151,12 @@ fn the_reader_finds_names_in_paths_and_groups() {
     let code =
         code_of("use crate::a;\n/// [`crate::z`]\n#[cfg(test)]\nmod tests { use crate::y; }");
     assert_eq!(named_modules(&code).into_iter().collect::<Vec<_>>(), ["a"]);
+    // A test module declared at the top hides nothing after it.
+    let code = code_of(
+        "#[cfg(test)]\nmod tests;\nuse crate::b;\n#[cfg(test)]\nmod more {\n    fn f() {\n        crate::y::g();\n    }\n}\nuse crate::c;",
+    );
+    assert_eq!(
+        named_modules(&code).into_iter().collect::<Vec<_>>(),
+        ["b", "c"]
+    );
 }

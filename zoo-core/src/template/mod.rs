@@ -9,6 +9,7 @@
 //! ordering or the clock (unless a template itself asks for the date).
 
 pub mod builtin;
+mod choice;
 pub mod detect;
 mod jinja;
 pub mod tool_prompt;
@@ -25,11 +26,12 @@ use minijinja::value::{Serde, Value};
 use minijinja::{context, Environment};
 use serde_json::{json, Map, Value as Json};
 
-use crate::config::TemplateChoice;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::thinking::ThinkingFormat;
 use crate::tools::{ToolCallFormat, ToolDefinition};
+
+pub use choice::TemplateChoice;
 
 /// The text of the model's BOS and EOS tokens (e.g. `<s>` and `</s>`),
 /// passed to templates as `bos_token` and `eos_token`.
