@@ -243,6 +243,44 @@ pub(crate) fn run_turn(
     result
 }
 
+/// What [`Turn::unfinished`] made of a reply cut short.
+enum Unfinished {
+    /// A steer ended the reply: the model replies again.
+    Steered,
+    /// The chat ends with this response.
+    Ended(Response),
+}
+
+/// The calls of a turn, to tell a model that asks again for what it has
+/// from one still at work. A small model that got its answer often asks
+/// again, word for word (or going round a few calls), until the limit.
+/// `answered` holds the calls that succeeded since the last round that
+/// made a call never made before in the turn (`ever`): a round that
+/// repeats only those has learnt nothing new since; one after a new call
+/// (an edit before a test run again) may be checking its effect.
+#[derive(Default)]
+struct CallMemory {
+    ever: Vec<(String, Value)>,
+    answered: Vec<(String, Value)>,
+}
+
+impl CallMemory {
+    /// Whether every call of `asked` already succeeded since the last new
+    /// one.
+    fn repeats(&self, asked: &[(String, Value)]) -> bool {
+        asked.iter().all(|call| self.answered.contains(call))
+    }
+
+    /// Records a round whose calls all succeeded.
+    fn succeeded(&mut self, asked: Vec<(String, Value)>) {
+        if asked.iter().any(|call| !self.ever.contains(call)) {
+            self.answered.clear();
+        }
+        self.ever.extend(asked.iter().cloned());
+        self.answered.extend(asked);
+    }
+}
+
 /// The state of one turn in progress.
 struct Turn<'a, 'cb> {
     backend: &'a mut dyn Backend,
@@ -289,14 +327,7 @@ impl Turn<'_, '_> {
         let mut tool_choice = self.settings.tool_choice.clone();
         let mut tool_rounds = 0;
         let mut text = String::new();
-        // A small model that got its answer often asks again, word for
-        // word (or going round a few calls), until the limit. `answered`
-        // holds the calls that succeeded since the last round that made a
-        // call never made before in the turn (`ever`): one that repeats
-        // only those has learnt nothing new since; one after a new call
-        // (an edit before a test run again) may be checking its effect.
-        let mut ever: Vec<(String, Value)> = Vec::new();
-        let mut answered: Vec<(String, Value)> = Vec::new();
+        let mut memory = CallMemory::default();
         loop {
             // 2. Check limits, take steering, fit the window.
             if self.cancel.is_cancelled() {
@@ -315,24 +346,10 @@ impl Turn<'_, '_> {
             // 3. Infer.
             let generation = self.infer(&definitions, &tool_choice, &input.rag_context)?;
             self.thinking = generation.thinking.clone();
-            match generation.finish {
-                FinishReason::Cancelled if !self.cancel.is_cancelled() => {
-                    let prose = self.unfinished_prose(&generation.text);
-                    self.interrupted(prose)?;
-                    continue;
-                }
-                FinishReason::Cancelled => {
-                    return self.cut_short(self.unfinished_prose(&generation.text))
-                }
-                FinishReason::Length => {
-                    let text = self.unfinished_prose(&generation.text);
-                    self.commit_reply(Message::assistant(text.clone()))?;
-                    return Ok(match self.limit_reached() {
-                        Some(hit) => self.end_at_limit(hit, text),
-                        None => self.finish(text, StopReason::Length),
-                    });
-                }
-                FinishReason::Stop => {}
+            match self.unfinished(&generation)? {
+                Some(Unfinished::Steered) => continue,
+                Some(Unfinished::Ended(response)) => return Ok(response),
+                None => {}
             }
 
             // 4. Parse. No call: the reply is final, unless a message waits.
@@ -361,8 +378,7 @@ impl Turn<'_, '_> {
                 .iter()
                 .map(|c| (c.name.clone(), c.arguments.clone()))
                 .collect();
-            let repeated = asked.iter().all(|call| answered.contains(call));
-            if repeated && parsed.failures.is_empty() {
+            if memory.repeats(&asked) && parsed.failures.is_empty() {
                 self.refuse_calls(
                     &calls,
                     "the same call with the same arguments already ran; its result is above, \
@@ -376,11 +392,7 @@ impl Turn<'_, '_> {
             // 5–7. Validate, execute, inject; then unreadable calls.
             let batch = self.run_calls(&calls, &parsed)?;
             if matches!(batch, BatchOutcome::Succeeded) {
-                if asked.iter().any(|call| !ever.contains(call)) {
-                    answered.clear();
-                }
-                ever.extend(asked.iter().cloned());
-                answered.extend(asked);
+                memory.succeeded(asked);
             }
             // A forced choice holds until a call succeeds; after that the
             // model must be free to answer. Past the retry limit, tools are
@@ -396,6 +408,30 @@ impl Turn<'_, '_> {
             }
             text = content;
         }
+    }
+
+    /// A reply that did not end on its own: steered (`Steered`: the
+    /// steer joins the history and the model replies again), cancelled
+    /// or at its length (`Ended`). `None` for a reply that ended.
+    fn unfinished(&mut self, generation: &Generation) -> Result<Option<Unfinished>> {
+        let prose = || self.unfinished_prose(&generation.text);
+        Ok(match generation.finish {
+            FinishReason::Stop => None,
+            FinishReason::Cancelled if !self.cancel.is_cancelled() => {
+                let prose = prose();
+                self.interrupted(prose)?;
+                Some(Unfinished::Steered)
+            }
+            FinishReason::Cancelled => Some(Unfinished::Ended(self.cut_short(prose())?)),
+            FinishReason::Length => {
+                let text = prose();
+                self.commit_reply(Message::assistant(text.clone()))?;
+                Some(Unfinished::Ended(match self.limit_reached() {
+                    Some(hit) => self.end_at_limit(hit, text),
+                    None => self.finish(text, StopReason::Length),
+                }))
+            }
+        })
     }
 
     /// Puts the chat's start in the history and returns where the current

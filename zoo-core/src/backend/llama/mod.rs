@@ -820,7 +820,6 @@ impl LlamaBackend<'_> {
         cancel: &CancelToken,
     ) -> Result<Generation> {
         let started = Instant::now();
-        let n_ctx = self.ctx.n_ctx() as usize;
         let mut generation = Generation {
             text: String::new(),
             thinking: String::new(),
@@ -831,32 +830,52 @@ impl LlamaBackend<'_> {
             prompt_time: Duration::ZERO,
             generation_time: Duration::ZERO,
         };
+        let Some(plan) = self.plan_reply(request, started, &mut generation, cancel)? else {
+            return Ok(generation);
+        };
+        let gen_started = Instant::now();
+        generation.finish = self.sample_reply(request, plan, &mut generation, on_piece, cancel)?;
+        generation.generation_time = gen_started.elapsed();
+        Ok(generation)
+    }
+
+    /// Everything before the first sampled token: the call threshold, the
+    /// prompt decoded (its counts and time go into `generation`), whether
+    /// and which call opens, and the sampler with its bans and biases.
+    /// `None` when a cancel came first.
+    fn plan_reply(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        started: Instant,
+        generation: &mut Generation,
+        cancel: &CancelToken,
+    ) -> Result<Option<ReplyPlan>> {
         // The threshold is measured before this prompt is decoded: its
         // probes take the cache.
         let threshold = match Self::decides_call(request) {
             true => match self.call_threshold(cancel)? {
                 Some(threshold) => threshold,
-                None => return Ok(generation),
+                None => return Ok(None),
             },
             false => f32::INFINITY,
         };
         let prepared = self.prepare_prompt(request, cancel)?;
         generation.prompt_time = started.elapsed();
         let Some((prompt_tokens, reused)) = prepared else {
-            return Ok(generation);
+            return Ok(None);
         };
         generation.prompt_tokens = prompt_tokens as u32;
         generation.cached_tokens = reused as u32;
 
         let Some(force_call) = self.should_open_call(request, threshold)? else {
-            return Ok(generation);
+            return Ok(None);
         };
         let call_tools = match self.call_tools(request, force_call)? {
-            CallTools::Cancelled => return Ok(generation),
+            CallTools::Cancelled => return Ok(None),
             CallTools::Any => None,
             CallTools::Only(tools) => Some(tools),
         };
-        let (mut sampler, constrained) = self.sampler(request, call_tools.as_deref())?;
+        let (sampler, constrained) = self.sampler(request, call_tools.as_deref())?;
         let denied_openings = match constrained {
             true => Vec::new(),
             false => self.echo_openings(request).to_vec(),
@@ -873,10 +892,40 @@ impl LlamaBackend<'_> {
         };
         // Each call the grammar admits gets its own budget.
         let calls_budget = MAX_CALL_TOKENS.saturating_mul(request.max_calls.max(1));
-        let mut limit = match constrained {
+        let limit = match constrained {
             true => calls_budget,
             false => request.max_tokens.unwrap_or(u32::MAX),
         };
+        Ok(Some(ReplyPlan {
+            sampler,
+            constrained,
+            denied_openings,
+            argument_bias,
+            calls_budget,
+            limit,
+        }))
+    }
+
+    /// Samples and decodes the reply token by token into `generation`
+    /// until it ends (end of generation, a stop string, the limit, the
+    /// window, the deadline, a repetition, a cancel), and says how.
+    fn sample_reply(
+        &mut self,
+        request: &GenerateRequest<'_>,
+        plan: ReplyPlan,
+        generation: &mut Generation,
+        on_piece: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<FinishReason> {
+        let ReplyPlan {
+            mut sampler,
+            constrained,
+            denied_openings,
+            argument_bias,
+            calls_budget,
+            mut limit,
+        } = plan;
+        let n_ctx = self.ctx.n_ctx() as usize;
         let mut call_begun = constrained;
         let mut repetition = RepetitionGuard::default();
         let format = self.template.tool_call_format();
@@ -884,7 +933,6 @@ impl LlamaBackend<'_> {
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(request.stop);
         let mut piece = Vec::with_capacity(32);
-        let gen_started = Instant::now();
         // A reply whose prompt opened the reasoning reads, to the engine,
         // like one that opens it itself.
         if self.opens_thinking && !constrained {
@@ -930,16 +978,11 @@ impl LlamaBackend<'_> {
             piece.clear();
             text::reply_piece(&vocab, token, &mut piece);
             let text = utf8.push(&piece);
-            let stop_hit = match stops.push(&text) {
-                StopScan::Continue(out) => {
-                    emit(&mut generation.text, on_piece, &out);
-                    false
-                }
-                StopScan::Stop(out) => {
-                    emit(&mut generation.text, on_piece, &out);
-                    true
-                }
+            let (out, stop_hit) = match stops.push(&text) {
+                StopScan::Continue(out) => (out, false),
+                StopScan::Stop(out) => (out, true),
             };
+            emit(&mut generation.text, on_piece, &out);
             if stop_hit {
                 break FinishReason::Stop;
             }
@@ -952,6 +995,7 @@ impl LlamaBackend<'_> {
             }
         };
         if finish != FinishReason::Cancelled {
+            // What the decoder and the stop matcher still hold.
             let tail = utf8.finish();
             let mut rest = match stops.push(&tail) {
                 StopScan::Continue(out) | StopScan::Stop(out) => out,
@@ -959,10 +1003,23 @@ impl LlamaBackend<'_> {
             rest.push_str(&stops.finish());
             emit(&mut generation.text, on_piece, &rest);
         }
-        generation.finish = finish;
-        generation.generation_time = gen_started.elapsed();
-        Ok(generation)
+        Ok(finish)
     }
+}
+
+/// How a reply is to be sampled, settled before its first token.
+struct ReplyPlan {
+    sampler: LlamaSampler,
+    /// The grammar holds the reply to a call from its first token.
+    constrained: bool,
+    /// Tokens the reply may not open with (an echoed result's marker).
+    denied_openings: Vec<LlamaToken>,
+    /// Logit biases while a call is written (see `argument_bias`).
+    argument_bias: Vec<(LlamaToken, f32)>,
+    /// The tokens each admitted call may take.
+    calls_budget: u32,
+    /// The reply's token limit (raised once a call begins).
+    limit: u32,
 }
 
 /// Samples the next token (never one of `denied`, the logits of `bias`
