@@ -370,9 +370,8 @@ class Agent(_HookMethods):
         agent's hooks; see `zoo_keeper._hooks`. `on_thinking` receives the
         reasoning of a model that reasons before it answers, as it streams
         (it is in `Response.thinking` too, never in the text)."""
-        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         payload = self._native.chat(
-            message, on_token, event_cb, tool_choice, max_tokens, rag_context,
+            message, on_token, on_event, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
             on_thinking=on_thinking, **self._start(hooks),
         )
@@ -421,9 +420,8 @@ class Agent(_HookMethods):
         unknown = set(options) - _CHAT_OPTIONS
         if unknown:
             raise TypeError(f"unexpected chat option(s): {', '.join(sorted(unknown))}")
-        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         hooks = self._start(options.pop("hooks", None))
-        payload = self._native.chat(message, on_token, event_cb, regenerate=regenerate, **options, **hooks)
+        payload = self._native.chat(message, on_token, on_event, regenerate=regenerate, **options, **hooks)
         return Response.from_json(payload)
 
     async def chat_async(
@@ -458,10 +456,9 @@ class Agent(_HookMethods):
         def complete(code: int, payload: Any) -> None:
             loop.call_soon_threadsafe(settle, code, payload)
 
-        event_cb = (lambda event: on_event(Event._from_dict(event))) if on_event else None
         self._async_tools.loop = loop
         chat = self._native.chat_start(
-            message, on_token, event_cb, complete, tool_choice, max_tokens, rag_context,
+            message, on_token, on_event, complete, tool_choice, max_tokens, rag_context,
             max_turns=max_turns, max_total_tokens=max_total_tokens, max_duration_ms=max_duration_ms,
             on_thinking=on_thinking, **self._start(hooks),
         )
@@ -490,7 +487,7 @@ class Agent(_HookMethods):
         chat = self._native.chat_start(
             message,
             lambda text: put(Token(text)),
-            lambda event: put(Event._from_dict(event)),
+            put,
             lambda code, payload: put((code, payload)),
             options.get("tool_choice"),
             options.get("max_tokens"),
@@ -621,7 +618,7 @@ class ChatStream:
         self._chat = agent._native.chat_start(
             message,
             lambda text: put(Token(text)),
-            lambda event: put(Event._from_dict(event)),
+            put,
             lambda code, payload: put((self._DONE, code, payload)),
             options.get("tool_choice"),
             options.get("max_tokens"),

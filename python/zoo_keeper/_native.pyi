@@ -1,6 +1,7 @@
 """Type stubs of the compiled module (kept in sync by tests/python/test_stubs.py)."""
 
 from typing import Any, Callable, Dict, List, Optional, Tuple, final
+from ._response import Event
 
 __all__ = [
     "ZooError",
@@ -118,7 +119,7 @@ class NativeAgent:
         self,
         message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
-        on_event: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        on_event: Optional[Callable[[Event], Any]] = None,
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,
         rag_context: Optional[str] = None,
@@ -134,7 +135,7 @@ class NativeAgent:
         self,
         message: Optional[str],
         on_token: Optional[Callable[[str], Any]] = None,
-        on_event: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        on_event: Optional[Callable[[Event], Any]] = None,
         on_complete: Optional[Callable[[int, Any], Any]] = None,
         tool_choice: Optional[str] = None,
         max_tokens: Optional[int] = None,

@@ -15,6 +15,7 @@ use zoo_core::tools::builtin::{confirm_not_callable, BuiltinToolsConfig, Confirm
 
 use crate::backend::PyBackend;
 use crate::errors::{to_py, IntoPy};
+use crate::event;
 use crate::hooks::PyHooks;
 use crate::model::NativeModel;
 use crate::thread_state;
@@ -123,10 +124,9 @@ impl NativeAgent {
                     return;
                 }
                 thread_state::attach(|py| {
-                    // A dict straight from the serde type: the same keys as
-                    // the JSON every front door sees, with nothing to parse.
-                    let sent = pythonize::pythonize(py, event)
-                        .map_err(PyErr::from)
+                    // Straight from the serde type: the same keys as the
+                    // JSON every front door sees, with nothing to parse.
+                    let sent = event::to_python(py, event)
                         .and_then(|event| callback.call1(py, (event,)));
                     if let Err(error) = sent {
                         failed.record(py, error, &cancel);

@@ -10,6 +10,7 @@
 mod agent;
 mod backend;
 mod errors;
+mod event;
 mod hooks;
 mod logs;
 mod model;
