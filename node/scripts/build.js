@@ -5,8 +5,9 @@
 //   CARGO_TARGET_DIR      where cargo builds (default: the workspace's target/,
 //                         shared with the Rust, C and Python builds, so llama.cpp
 //                         is compiled once per checkout)
-//   ZOO_KEEPER_PROFILE    cargo profile (default `dev`: dependencies, llama.cpp
-//                         included, are optimized; see the workspace Cargo.toml)
+//   ZOO_KEEPER_PROFILE    cargo profile (default `release`, what users get; the
+//                         test scripts set `dev`, the profile the Rust, C and
+//                         Python builds of the tests share)
 'use strict'
 
 const { spawnSync } = require('node:child_process')
@@ -29,7 +30,7 @@ if (spawnSync(cargo, ['--version'], { stdio: 'ignore' }).status !== 0) {
   fail('cargo was not found: install Rust (https://rustup.rs), then run npm install again')
 }
 
-const profile = process.env.ZOO_KEEPER_PROFILE || 'dev'
+const profile = process.env.ZOO_KEEPER_PROFILE || 'release'
 const targetDir = process.env.CARGO_TARGET_DIR || path.join(root, 'target')
 console.error(`zoo-keeper: cargo build -p zoo-node --profile ${profile} (target dir ${targetDir})`)
 const build = spawnSync(cargo, ['build', '-p', 'zoo-node', '--profile', profile], {

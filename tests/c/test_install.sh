@@ -32,7 +32,8 @@ step() {
 }
 
 install_files() {
-  ZOO_NO_BUILD=1 PREFIX=$prefix "$root/scripts/install-c" || return 1
+  # The library the tests built (tests/c/Makefile: the dev profile).
+  ZOO_KEEPER_PROFILE=${ZOO_KEEPER_PROFILE:-dev} ZOO_NO_BUILD=1 PREFIX=$prefix "$root/scripts/install-c" || return 1
   local f
   for f in lib/libzoo.so lib/libzoo.so.0.1 lib/libzoo.a include/zoo.h include/zoo.hpp lib/pkgconfig/zoo.pc \
            lib/cmake/zoo/zooConfig.cmake lib/cmake/zoo/zooConfigVersion.cmake; do
@@ -116,7 +117,7 @@ EOF
 
 staged_install() {
   # DESTDIR stages the files; the paths inside still name PREFIX.
-  ZOO_NO_BUILD=1 DESTDIR=$work/stage PREFIX=/opt/zoo "$root/scripts/install-c" || return 1
+  ZOO_KEEPER_PROFILE=${ZOO_KEEPER_PROFILE:-dev} ZOO_NO_BUILD=1 DESTDIR=$work/stage PREFIX=/opt/zoo "$root/scripts/install-c" || return 1
   grep -q '^prefix=/opt/zoo$' "$work/stage/opt/zoo/lib/pkgconfig/zoo.pc" &&
     [ -L "$work/stage/opt/zoo/lib/libzoo.so" ] && [ -e "$work/stage/opt/zoo/lib/libzoo.so" ]
 }
