@@ -126,8 +126,8 @@ impl NativeAgent {
                 thread_state::attach(|py| {
                     // Straight from the serde type: the same keys as the
                     // JSON every front door sees, with nothing to parse.
-                    let sent = event::to_python(py, event)
-                        .and_then(|event| callback.call1(py, (event,)));
+                    let sent =
+                        event::to_python(py, event).and_then(|event| callback.call1(py, (event,)));
                     if let Err(error) = sent {
                         failed.record(py, error, &cancel);
                     }

@@ -51,7 +51,7 @@ impl Checkpointer {
     /// [`COMMITS_PER_CHECKPOINT`]th wakes the thread, without waiting.
     pub(super) fn committed(&self) {
         let n = self.commits.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % COMMITS_PER_CHECKPOINT == 0 {
+        if n.is_multiple_of(COMMITS_PER_CHECKPOINT) {
             if let Some(wake) = &self.wake {
                 // Full: a checkpoint is already due, and will take this
                 // commit in too.
