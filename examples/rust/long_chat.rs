@@ -50,7 +50,9 @@ struct Run {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let script: Script = serde_json::from_str(include_str!("long_chat.json"))?;
-    let turns: usize = args.get(1).map_or(Ok(script.prompts.len()), |a| a.parse())?;
+    let turns: usize = args
+        .get(1)
+        .map_or(Ok(script.prompts.len()), |a| a.parse())?;
     if turns == 0 || turns > script.prompts.len() {
         return Err(format!(
             "turns must be from 1 to {} (the prompts in long_chat.json), not {turns}",
