@@ -229,8 +229,15 @@ export declare function droppedLogs(): number
 export declare function flushLogs(timeoutMs: number): Promise<boolean>
 
 /**
+ * llama.cpp's CPU backend as this process runs it, as JSON (the fields of
+ * `zoo_core::BackendInfo`); loads it if no model has been loaded yet.
+ */
+export declare function backendInfoJson(): string
+
+/**
  * Loads a GGUF file off the JavaScript thread. `paramsJson` holds the
- * load options (`gpu_layers`, `use_mmap`), checked by the engine as for C.
+ * load options (`gpu_layers`, `use_mmap`, `cpu_variant`), checked by the
+ * engine as for C.
  */
 export declare function loadModel(path: string, paramsJson: string): Promise<NativeModel>
 

@@ -841,6 +841,7 @@ module.exports.NativeChat = nativeBinding.NativeChat
 module.exports.NativeModel = nativeBinding.NativeModel
 module.exports.NativeSessionStore = nativeBinding.NativeSessionStore
 module.exports.NativeToolContext = nativeBinding.NativeToolContext
+module.exports.backendInfoJson = nativeBinding.backendInfoJson
 module.exports.createAgent = nativeBinding.createAgent
 module.exports.droppedLogs = nativeBinding.droppedLogs
 module.exports.flushLogs = nativeBinding.flushLogs

@@ -176,6 +176,11 @@ function mcpTransportJson(transport) {
 /** An MCP server's description: `serverName`, `protocolVersion`, `stateReason`, ... */
 const toMcpServerInfo = toNode
 
+/** llama.cpp's CPU backend as Node shows it: the engine's JSON, camelCase. */
+function toBackendInfo(info) {
+  return { ...camelKeys(info), refused: info.refused.map((r) => camelKeys(r)) }
+}
+
 module.exports = {
-  camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
+  camelKeys, toJson, configToJson, toBackendInfo, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 }

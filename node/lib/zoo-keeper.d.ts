@@ -106,6 +106,8 @@ export interface AgentConfig {
   summarizer?: SummarizerConfig | null
   /** Layers offloaded to the GPU (0; -1 = all). */
   gpuLayers?: number
+  /** llama.cpp's CPU variant (null, the default: the best this machine allows, or `ZOO_CPU_VARIANT`'s); the first model of a process chooses. */
+  cpuVariant?: CpuVariant | null
   /** Sampling seed (random when absent). */
   seed?: number | null
   /** Sampling temperature (0.7; 0 is greedy). */
@@ -352,7 +354,40 @@ export interface ModelLoadOptions {
   gpuLayers?: number
   /** Map the file into memory instead of reading it (true). */
   useMmap?: boolean
+  /** llama.cpp's CPU variant (null: the best this machine allows, or `ZOO_CPU_VARIANT`'s); the first model of a process chooses. */
+  cpuVariant?: CpuVariant | null
 }
+
+/** llama.cpp's x86-64 CPU variants, from the portable `x64` (SSE2) up. */
+export type CpuVariant =
+  | 'x64' | 'sse42' | 'sandybridge' | 'ivybridge' | 'piledriver' | 'haswell' | 'skylakex'
+  | 'cannonlake' | 'cascadelake' | 'icelake' | 'cooperlake' | 'zen4' | 'alderlake' | 'sapphirerapids'
+
+/** llama.cpp's CPU backend as this process runs it (`backendInfo()`). */
+export interface BackendInfo {
+  /** The variant in use, e.g. 'zen4' or 'haswell'; 'x64' is the portable one. */
+  cpuVariant: string
+  /** 'best' (the best this CPU and OS allow), 'config' (`cpuVariant`), 'environment' (`ZOO_CPU_VARIANT`) or 'built_in'. */
+  chosenBy: 'best' | 'config' | 'environment' | 'built_in'
+  /** What that backend was built with, as llama.cpp names it: 'AVX2', 'AVX512_VNNI', 'OPENMP', ... */
+  features: string[]
+  /** The variants this CPU and operating system allow, best first. */
+  usable: string[]
+  /** The variants carried that they do not allow, and why. */
+  refused: Array<{ variant: string; reason: string }>
+  /** The folder the variant was loaded from (null when built in). */
+  directory: string | null
+}
+
+/**
+ * llama.cpp's CPU backend as this process runs it, loading it now if no
+ * model has been loaded (the first model chooses the variant: its
+ * `cpuVariant`, else the environment variable `ZOO_CPU_VARIANT`, else the
+ * best). Throws a ZooError `INVALID_CONFIG` when `ZOO_CPU_VARIANT` names a
+ * variant that is unknown or that this machine cannot run, `IO` when the
+ * backend files are missing from the package.
+ */
+export declare function backendInfo(): BackendInfo
 
 /** A GGUF model loaded once and shared by several agents. */
 export declare class Model {

@@ -31,7 +31,7 @@ const binding = loadBinding()
 const { ZooError, ErrorCode, fromNative, native, nativeAsync, describe } = require('./errors.js')
 const { backendFunctions } = require('./backend.js')
 const {
-  camelKeys, toJson, configToJson, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
+  camelKeys, toJson, configToJson, toBackendInfo, camelMessage, toMessage, fromMessage, toResponse, toEvent, toLogRecord, mcpTransportJson, toMcpServerInfo,
 } = require('./convert.js')
 
 // Item kinds of a chat's ordered queue (bindings/node/src/agent.rs).
@@ -97,7 +97,7 @@ class Model {
   /**
    * Loads a GGUF file off the JavaScript thread.
    * @param {string} path
-   * @param {{gpuLayers?: number, useMmap?: boolean}} [options]
+   * @param {{gpuLayers?: number, useMmap?: boolean, cpuVariant?: string | null}} [options]
    */
   static async load(path, options) {
     if (typeof path !== 'string') throw invalid('Model.load: `path` must be a string')
@@ -954,6 +954,14 @@ function droppedLogs() {
   return binding.droppedLogs()
 }
 
+/**
+ * llama.cpp's CPU backend as this process runs it (loaded now if no model
+ * has been): `{cpuVariant, chosenBy, features, usable, refused, directory}`.
+ */
+function backendInfo() {
+  return toBackendInfo(JSON.parse(native(() => binding.backendInfoJson())))
+}
+
 /** Resolves to whether every record emitted so far reached the logger within `timeoutMs` (5000). */
 async function flushLogs({ timeoutMs = 5000 } = {}) {
   return nativeAsync(() => binding.flushLogs(timeoutMs))
@@ -1050,4 +1058,5 @@ module.exports.setLogger = setLogger
 module.exports.setLogLevel = setLogLevel
 module.exports.droppedLogs = droppedLogs
 module.exports.flushLogs = flushLogs
+module.exports.backendInfo = backendInfo
 module.exports.version = binding.nativeVersion()

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// The package's install step: builds the native module from source with
-// cargo (crate `zoo-node` in the Zoo-Keeper workspace) and puts it where
-// index.js loads it from. Environment:
+// The package's install step from the source tree: builds the native module
+// with cargo (crate `zoo-node` in the Zoo-Keeper workspace) and puts it where
+// index.js loads it from, with llama.cpp's shared libraries and CPU variants
+// in zoo-backends/ beside it (the module's RUNPATH). The package that
+// scripts/package builds carries both prebuilt and has no install step.
+// Environment:
 //   CARGO_TARGET_DIR      where cargo builds (default: the workspace's target/,
 //                         shared with the Rust, C and Python builds, so llama.cpp
 //                         is compiled once per checkout)
-//   ZOO_KEEPER_PROFILE    cargo profile (default `release`, what users get; the
-//                         test scripts set `dev`, the profile the Rust, C and
-//                         Python builds of the tests share)
+//   ZOO_KEEPER_PROFILE    cargo profile (default `release`, what users get and
+//                         CI tests; `dev` builds zoo-core unoptimized, faster
+//                         to rebuild while working on it)
 'use strict'
 
 const { spawnSync } = require('node:child_process')
@@ -63,7 +66,21 @@ function platformSuffix() {
 const destination = path.join(packageDir, `zoo-keeper.${platformSuffix()}.node`)
 // Copy then rename: a process that has the old module loaded keeps its
 // mapping, instead of seeing the file rewritten under it.
-const temporary = `${destination}.${process.pid}.tmp`
-fs.copyFileSync(built, temporary)
-fs.renameSync(temporary, destination)
-console.error(`zoo-keeper: native module at ${destination}`)
+function replace(from, to) {
+  const temporary = `${to}.${process.pid}.tmp`
+  fs.copyFileSync(from, temporary)
+  fs.renameSync(temporary, to)
+}
+replace(built, destination)
+
+// llama.cpp's libraries, exactly those of this build.
+const backendsFrom = path.join(targetDir, profileDir, 'zoo-backends')
+const backendsTo = path.join(packageDir, 'zoo-backends')
+if (!fs.existsSync(backendsFrom)) fail(`${backendsFrom} is missing after the build`)
+fs.mkdirSync(backendsTo, { recursive: true })
+const wanted = fs.readdirSync(backendsFrom).filter((name) => !name.startsWith('.'))
+for (const name of wanted) replace(path.join(backendsFrom, name), path.join(backendsTo, name))
+for (const name of fs.readdirSync(backendsTo)) {
+  if (!wanted.includes(name)) fs.rmSync(path.join(backendsTo, name), { force: true })
+}
+console.error(`zoo-keeper: native module at ${destination}, llama.cpp in ${backendsTo}`)

@@ -19,6 +19,7 @@ written in Python (see `BackendRequest`).
 from ._agent import Agent, ChatStream, Model
 from ._backend import Backend, BackendItem, BackendRequest
 from ._hooks import ContextRequest, Deny, EndChat, Reject, Replace, Rewrite, ToolCall, Warn
+from ._cpu_backend import backend_info
 from ._logs import TRACE, dropped_logs, flush_logs
 from ._mcp import McpServerInfo
 from ._native import (
@@ -95,6 +96,7 @@ __all__ = [
     "ZooError",
     "ZooIOError",
     "__version__",
+    "backend_info",
     "dropped_logs",
     "flush_logs",
     "function_schema",

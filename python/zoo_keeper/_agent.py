@@ -41,9 +41,14 @@ def _close_all() -> None:
 class Model:
     """A GGUF model loaded once and shared by several agents."""
 
-    def __init__(self, path: str, *, gpu_layers: int = 0, use_mmap: bool = True) -> None:
+    def __init__(
+        self, path: str, *, gpu_layers: int = 0, use_mmap: bool = True, cpu_variant: Optional[str] = None
+    ) -> None:
+        """Loads a GGUF file. `cpu_variant` forces llama.cpp's CPU variant
+        (see `backend_info()`); only the first model of a process chooses."""
         # The core checks the values (and names a bad key) as it does for C.
-        self._native = _native.NativeModel(str(path), json.dumps({"gpu_layers": gpu_layers, "use_mmap": use_mmap}))
+        params = {"gpu_layers": gpu_layers, "use_mmap": use_mmap, "cpu_variant": cpu_variant}
+        self._native = _native.NativeModel(str(path), json.dumps(params))
 
     @property
     def path(self) -> str:

@@ -32,11 +32,12 @@ step() {
 }
 
 install_files() {
-  # The library the tests built (tests/c/Makefile: the dev profile).
-  ZOO_KEEPER_PROFILE=${ZOO_KEEPER_PROFILE:-dev} ZOO_NO_BUILD=1 PREFIX=$prefix "$root/scripts/install-c" || return 1
+  # The library the tests built (scripts/build-libzoo).
+  ZOO_NO_BUILD=1 PREFIX=$prefix "$root/scripts/install-c" || return 1
   local f
   for f in lib/libzoo.so lib/libzoo.so.0.1 lib/libzoo.a include/zoo.h include/zoo.hpp lib/pkgconfig/zoo.pc \
-           lib/cmake/zoo/zooConfig.cmake lib/cmake/zoo/zooConfigVersion.cmake; do
+           lib/cmake/zoo/zooConfig.cmake lib/cmake/zoo/zooConfigVersion.cmake \
+           lib/zoo-backends/libggml-cpu-x64.so lib/zoo-backends/libggml-cpu-haswell.so; do
     [ -f "$prefix/$f" ] || { echo "missing $prefix/$f"; return 1; }
   done
   cmp "$prefix/include/zoo.h" "$root/include/zoo.h" || return 1
@@ -58,8 +59,10 @@ pkgconfig_shared() {
   # shellcheck disable=SC2086
   cc -std=c11 -Wall -Wextra -Werror "$here/install/hello.c" $flags -o "$work/hello_pc" || return 1
   LD_LIBRARY_PATH=$prefix/lib "$work/hello_pc" | tee "$work/out" || return 1
-  # pkg-config's version is the library's.
-  grep -q "^libzoo $version:" "$work/out"
+  # pkg-config's version is the library's; llama.cpp's CPU variant came
+  # from the installed zoo-backends/, found beside the installed library.
+  grep -q "^libzoo $version:" "$work/out" &&
+    grep -q "\"directory\":\"$prefix/lib/zoo-backends\"" "$work/out"
 }
 
 pkgconfig_static() {
@@ -74,11 +77,13 @@ pkgconfig_static() {
   # shellcheck disable=SC2086
   cc -std=c11 -Wall -Wextra -Werror "$here/install/hello.c" $flags -o "$work/hello_pc_static" ||
     return 1
-  if ldd "$work/hello_pc_static" | grep -q libzoo; then
-    echo "linked against a shared libzoo"
+  if ldd "$work/hello_pc_static" | grep -E -q 'libzoo|libllama|libggml'; then
+    echo "linked against a shared libzoo or llama.cpp"
     return 1
   fi
-  "$work/hello_pc_static"
+  "$work/hello_pc_static" | tee "$work/out" || return 1
+  # llama.cpp's CPU backend is built in.
+  grep -q '"chosen_by":"built_in"' "$work/out" && grep -q '"directory":null' "$work/out"
 }
 
 cmake_consumer() {
@@ -90,7 +95,7 @@ cmake_consumer() {
   LD_LIBRARY_PATH=$prefix/lib "$work/cmake-build/hello_cpp" || return 1
   # The static program does not need libzoo.so; the shared one records the
   # SONAME, libzoo.so.0.1, neither the dev name nor the install path.
-  if ldd "$work/cmake-build/hello_static" | grep -q libzoo; then return 1; fi
+  if ldd "$work/cmake-build/hello_static" | grep -E -q 'libzoo|libllama|libggml'; then return 1; fi
   readelf -d "$work/cmake-build/hello_shared" | grep NEEDED | tee "$work/needed"
   grep -q '\[libzoo.so.0.1\]' "$work/needed"
 }
@@ -117,7 +122,7 @@ EOF
 
 staged_install() {
   # DESTDIR stages the files; the paths inside still name PREFIX.
-  ZOO_KEEPER_PROFILE=${ZOO_KEEPER_PROFILE:-dev} ZOO_NO_BUILD=1 DESTDIR=$work/stage PREFIX=/opt/zoo "$root/scripts/install-c" || return 1
+  ZOO_NO_BUILD=1 DESTDIR=$work/stage PREFIX=/opt/zoo "$root/scripts/install-c" || return 1
   grep -q '^prefix=/opt/zoo$' "$work/stage/opt/zoo/lib/pkgconfig/zoo.pc" &&
     [ -L "$work/stage/opt/zoo/lib/libzoo.so" ] && [ -e "$work/stage/opt/zoo/lib/libzoo.so" ]
 }

@@ -1,7 +1,8 @@
 /*
  * test_real.c: the same API on the real default model (SmolLM2-135M, from
  * ZOO_MODEL or the repository's models/ folder): loading with progress and
- * metadata, two agents sharing one model, streaming, a required tool call
+ * metadata, llama.cpp's CPU backend (zoo_backend_info_json, the
+ * `cpu_variant` parameter), two agents sharing one model, streaming, a required tool call
  * written in C, and stopping a long generation from another thread. A
  * missing model file is a failure, never a skip.
  *
@@ -41,6 +42,58 @@ static bool on_progress(void *user_data, float progress) {
     p->last = progress;
     atomic_fetch_add(&p->calls, 1);
     return !p->cancel;
+}
+
+/* llama.cpp's CPU backend: libzoo.so loads a variant from zoo-backends/
+ * beside itself, libzoo.a has one built in; a process runs one variant, so
+ * a model asking for another (or for one that does not exist) fails with
+ * ZOO_INVALID_CONFIG and the process goes on. */
+void test_real_backend_info(void) {
+    if (!th_require_model()) return;
+    char *err = NULL, *info = NULL;
+    REQUIRE_STATUS(zoo_backend_info_json(&info, &err), ZOO_OK, err);
+    th_note("backend: %s", info);
+    char *variant = jm_string(info, "cpu_variant");
+    char *chosen = jm_string(info, "chosen_by");
+    char *usable0 = jm_string(info, "usable.0");
+    REQUIRE(variant != NULL && chosen != NULL && usable0 != NULL);
+    CHECK(jm_count(info, "features") > 0);
+    if (strcmp(chosen, "built_in") == 0) {
+        /* libzoo.a: one variant, nothing loaded from a folder. */
+        CHECK(jm_is(info, "directory", "null"));
+        CHECK(jm_count(info, "usable") == 1);
+    } else {
+        char *dir = jm_string(info, "directory");
+        CHECKF(dir && strlen(dir) > 13 && strcmp(dir + strlen(dir) - 13, "/zoo-backends") == 0,
+               "directory: %s", dir ? dir : "(null)");
+        free(dir);
+        CHECK_STR(variant, usable0);
+        CHECK(jm_count(info, "usable") >= 2);
+    }
+
+    zoo_model *model = NULL;
+    CHECK_STATUS(zoo_model_load(th_model_path(), "{\"cpu_variant\": \"pentium\"}", &model, &err),
+                 ZOO_INVALID_CONFIG, err);
+    CHECKF(err && strstr(err, "unknown CPU variant `pentium`"), "%s", err ? err : "(null)");
+    zoo_string_free(err);
+    err = NULL;
+    /* Another variant than the one running: x64, or haswell when x64 runs. */
+    char params[128];
+    snprintf(params, sizeof params, "{\"cpu_variant\": \"%s\"}",
+             strcmp(variant, "x64") == 0 ? "haswell" : "x64");
+    CHECK_STATUS(zoo_model_load(th_model_path(), params, &model, &err), ZOO_INVALID_CONFIG, err);
+    CHECKF(err && (strstr(err, "already runs") || strstr(err, "carries one CPU variant")), "%s",
+           err ? err : "(null)");
+    zoo_string_free(err);
+    err = NULL;
+    /* The one running is fine. */
+    snprintf(params, sizeof params, "{\"cpu_variant\": \"%s\"}", variant);
+    REQUIRE_STATUS(zoo_model_load(th_model_path(), params, &model, &err), ZOO_OK, err);
+    zoo_model_free(model);
+    free(variant);
+    free(chosen);
+    free(usable0);
+    zoo_string_free(info);
 }
 
 void test_real_model_load_and_metadata(void) {

@@ -110,6 +110,7 @@
     X(mcp_everything_stdio, 90)              \
     /* test_real.c */                        \
     X(real_model_load_and_metadata, 60)      \
+    X(real_backend_info, 60)                 \
     X(real_quick_chat, 30)                   \
     X(real_runaway_template, 60)             \
     X(real_streaming, 120)                   \

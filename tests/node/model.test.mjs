@@ -5,7 +5,9 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { zk, modelPath, ADD } from './helpers.mjs'
+import fs from 'node:fs'
+import path from 'node:path'
+import { zk, modelPath, ADD, PACKAGE_PATH } from './helpers.mjs'
 
 const { ZooError, ErrorCode } = zk
 const BASE = { temperature: 0, threads: 2, contextSize: 2048 }
@@ -24,6 +26,29 @@ test('Model.load exposes path and metadata', () => {
   assert.equal(typeof model.metadata.chatTemplate, 'string')
   assert.equal(model.metadata.architecture, 'llama')
   assert.equal(model.metadata.special.eos, '<|im_end|>')
+})
+
+test('backendInfo() reports the CPU variant loaded from beside the native module', async () => {
+  // The model loaded in before() chose llama.cpp's CPU variant: the best.
+  const info = zk.backendInfo()
+  assert.deepEqual(Object.keys(info).sort(), ['chosenBy', 'cpuVariant', 'directory', 'features', 'refused', 'usable'])
+  assert.equal(info.chosenBy, 'best')
+  assert.equal(info.cpuVariant, info.usable[0])
+  assert.ok(info.usable.includes('x64') && info.features.length > 0, JSON.stringify(info))
+  // PACKAGE_PATH is the package's lib/zoo-keeper.js, as resolved (symbolic links followed).
+  assert.equal(info.directory, path.join(fs.realpathSync(path.dirname(path.dirname(PACKAGE_PATH))), 'zoo-backends'))
+  for (const refused of info.refused) assert.deepEqual(Object.keys(refused).sort(), ['reason', 'variant'])
+  // One variant per process: another is a config error, the running one is fine.
+  const other = info.cpuVariant === 'x64' ? 'haswell' : 'x64'
+  await assert.rejects(zk.Model.load(modelPath(), { cpuVariant: other }), {
+    code: ErrorCode.INVALID_CONFIG,
+    message: /already runs llama\.cpp's `.*` CPU variant/,
+  })
+  await assert.rejects(zk.Model.load(modelPath(), { cpuVariant: 'pentium' }), {
+    code: ErrorCode.INVALID_CONFIG,
+    message: /invalid config `cpuVariant`: unknown CPU variant `pentium`/,
+  })
+  await zk.Model.load(modelPath(), { cpuVariant: info.cpuVariant })
 })
 
 test('a sync JS tool is called with valid arguments', async () => {

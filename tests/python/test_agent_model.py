@@ -84,3 +84,24 @@ def test_a_runaway_chat_template_fails_the_chat_and_close_is_prompt(model):
     started = time.monotonic()
     assert agent.close(timeout=30)
     assert time.monotonic() - started < 30
+
+
+def test_backend_info_reports_the_cpu_variant(model):
+    # The model fixture loaded llama.cpp's CPU backend: the best variant,
+    # from zoo-backends/ inside the installed package.
+    info = zk.backend_info()
+    assert set(info) == {"cpu_variant", "chosen_by", "features", "usable", "refused", "directory"}
+    assert info["chosen_by"] == "best" and info["cpu_variant"] == info["usable"][0], info
+    assert "x64" in info["usable"] and info["features"], info
+    assert info["directory"].endswith("zoo_keeper/zoo-backends"), info
+    assert info["directory"].startswith(str(__import__("pathlib").Path(zk.__file__).parent)), info
+    for refused in info["refused"]:
+        assert set(refused) == {"variant", "reason"} and refused["reason"], refused
+    # One variant per process: asking for another is a config error, and the
+    # one running is fine.
+    other = "haswell" if info["cpu_variant"] == "x64" else "x64"
+    with pytest.raises(zk.InvalidConfigError, match="already runs llama.cpp's"):
+        zk.Model(model_path(), cpu_variant=other)
+    with pytest.raises(zk.InvalidConfigError, match="unknown CPU variant `pentium`"):
+        zk.Model(model_path(), cpu_variant="pentium")
+    zk.Model(model_path(), cpu_variant=info["cpu_variant"])

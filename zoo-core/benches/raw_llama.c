@@ -1,7 +1,9 @@
 /*
  * raw_llama.c: the baseline for zoo-core/benches/throughput.rs, written
- * directly on llama.h and linked to the same static llama.cpp libraries the
- * Rust build produced (scripts/bench builds and runs it).
+ * directly on llama.h and linked to the same llama.cpp shared libraries the
+ * Rust build produced (scripts/bench builds and runs it), with the CPU
+ * variant given by --backend (a libggml-cpu-<variant>.so of the build's
+ * zoo-backends/, the one the engine runs under ZOO_CPU_VARIANT).
  *
  * It loads the model, makes a context (n_ctx, batch = ubatch, threads),
  * tokenizes the already rendered chat prompt the way LlamaBackend does
@@ -12,8 +14,8 @@
  * early only at an end-of-generation token, as the engine does. It prints
  * one JSON line with prompt and generation tokens per second.
  *
- *   raw_llama --model M.gguf --prompt-file P.txt [--n-gen 128] [--threads 2]
- *             [--batch 512] [--ctx 2048] [--chunk N]
+ *   raw_llama --model M.gguf --prompt-file P.txt --backend libggml-cpu-V.so
+ *             [--n-gen 128] [--threads 2] [--batch 512] [--ctx 2048] [--chunk N]
  *
  * --chunk N decodes the prompt N tokens per llama_decode call instead of a
  * batch (at most the batch size); the chunks and the time of each are
@@ -88,7 +90,7 @@ static int decode(struct llama_context *ctx, struct llama_batch *batch, const ll
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *prompt_path = NULL;
+    const char *model_path = NULL, *prompt_path = NULL, *backend_path = NULL;
     int n_gen = 128, threads = 2, n_batch = 512, n_ctx = 2048, fixed_chunk = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -98,6 +100,7 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--prompt-file")) prompt_path = v;
+        else if (!strcmp(a, "--backend")) backend_path = v;
         else if (!strcmp(a, "--n-gen")) n_gen = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--batch")) n_batch = atoi(v);
@@ -109,8 +112,8 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    if (!model_path || !prompt_path) {
-        return die("--model and --prompt-file are required");
+    if (!model_path || !prompt_path || !backend_path) {
+        return die("--model, --prompt-file and --backend are required");
     }
     long text_len = 0;
     char *text = read_file(prompt_path, &text_len);
@@ -119,6 +122,9 @@ int main(int argc, char **argv) {
     }
 
     llama_log_set(quiet_log, NULL);
+    if (!ggml_backend_load(backend_path)) {
+        return die("cannot load the CPU backend");
+    }
     llama_backend_init();
     struct llama_model_params mparams = llama_model_default_params();
     mparams.n_gpu_layers = 0;

@@ -15,10 +15,15 @@
 //! is `usage.completion_tokens / metrics.generation_ms`.
 //!
 //! ```sh
-//! cargo bench --profile dev -p zoo-core --bench throughput -- \
+//! cargo bench -p zoo-core --bench throughput -- \
 //!     [--model M.gguf] [--prompt-file zoo-core/benches/prompt.txt] [--n-gen 128] \
 //!     [--threads 2] [--batch 512] [--ctx 2048] [--render-prompt OUT]
+//! cargo bench -p zoo-core --bench throughput -- --backend-info
 //! ```
+//!
+//! llama.cpp's CPU variant is the best this machine runs, or
+//! `ZOO_CPU_VARIANT`'s; each line names it. `--backend-info` prints the
+//! backend information (`zoo_core::backend_info()`) as JSON and exits.
 //!
 //! `--render-prompt OUT` writes the chat prompt exactly as the engine renders
 //! it (the model's chat template around the user message) to OUT and exits:
@@ -76,6 +81,11 @@ fn parse_args() -> Args {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--backend-info") {
+        let info = zoo_core::backend_info().expect("llama.cpp's CPU backend loads");
+        println!("{}", serde_json::to_string(&info).expect("JSON"));
+        return;
+    }
     let args = parse_args();
     let text = std::fs::read_to_string(&args.prompt_file)
         .unwrap_or_else(|e| panic!("{}: {e}", args.prompt_file.display()));
@@ -123,6 +133,7 @@ fn main() {
             "batch": args.batch,
             "n_ctx": args.ctx,
             "stop_reason": response.stop_reason,
+            "cpu_variant": zoo_core::backend_info().expect("loaded").cpu_variant,
         })
     );
 }

@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::context::{ContextStrategy, SummarizerConfig};
+use crate::cpu::CpuVariant;
 use crate::error::{Error, Result};
 use crate::provider::{self, Provider};
-use crate::settings::{describe, read_settings, Given, Rule, Settings, GPU_LAYERS};
+use crate::settings::{describe, read_settings, Given, Rule, Settings, CPU_VARIANT, GPU_LAYERS};
 use crate::template::TemplateChoice;
 use crate::tools::builtin::{BuiltinToolsConfig, BUILTIN_TOOL_NAMES};
 pub use crate::tools::ToolChoice;
@@ -142,6 +143,11 @@ pub struct Config {
     pub context_shift: bool,
     /// Layers offloaded to the GPU (needs the `cuda` feature); -1 offloads all.
     pub gpu_layers: i32,
+    /// llama.cpp's CPU variant (`haswell`, `zen4`, `x64`, ...); `None` (the
+    /// default) loads the best one this CPU and OS allow, or the one
+    /// `ZOO_CPU_VARIANT` names. A process runs one: the first model loaded
+    /// chooses (see [`crate::cpu`]).
+    pub cpu_variant: Option<CpuVariant>,
     /// Sampling seed; `None` picks a random one.
     pub seed: Option<u32>,
     /// Sampling temperature; 0 is greedy.
@@ -231,6 +237,7 @@ impl Default for Config {
             threads_batch: 0,
             context_shift: true,
             gpu_layers: 0,
+            cpu_variant: None,
             seed: None,
             temperature: 0.7,
             top_p: 0.95,
@@ -291,6 +298,8 @@ impl Config {
         context_shift: bool,
         /// Sets `gpu_layers`.
         gpu_layers: i32,
+        /// Sets `cpu_variant`.
+        cpu_variant: Option<CpuVariant>,
         /// Sets `temperature`.
         temperature: f32,
         /// Sets `top_p`.
@@ -464,6 +473,7 @@ const CONFIG_KEYS: Settings = Settings {
         ),
         ("context_shift", Rule::Bool),
         ("gpu_layers", GPU_LAYERS),
+        ("cpu_variant", CPU_VARIANT),
         (
             "seed",
             Rule::Whole {

@@ -44,6 +44,7 @@ pub mod backend;
 pub mod cancel;
 pub mod config;
 pub mod context;
+pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod event;
@@ -67,7 +68,7 @@ pub use backend::host::{
     HostBackend, HostFinish, HostModel, HostOutput, HostProvider, HostRequest, HostSink, HostUsage,
 };
 #[cfg(feature = "llama")]
-pub use backend::llama::{LlamaBackend, Model, ModelParams, ModelSummary};
+pub use backend::llama::{backend_info, LlamaBackend, Model, ModelParams, ModelSummary};
 pub use backend::mock::{MockBackend, MockReply};
 pub use backend::remote::{
     AnthropicProvider, GeminiProvider, MaxTokensField, OpenAiProvider, RemoteBackend, ThinkingLevel,
@@ -75,6 +76,7 @@ pub use backend::remote::{
 pub use backend::{Backend, RetryInfo};
 pub use cancel::CancelToken;
 pub use config::{Config, QueueMode, ToolExecution};
+pub use cpu::{BackendInfo, ChosenBy, CpuVariant, RefusedVariant};
 pub use engine::hooks::{ContextRequest, Hooks, InputDecision, ToolCallDecision, TurnDecision};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{AgentEvent, EventKind};

@@ -6,10 +6,32 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value as Json};
 
+use crate::cpu::CpuVariant;
 use crate::error::{Error, Result};
 
 /// `gpu_layers`, shared by the config and the model parameters.
 pub(crate) const GPU_LAYERS: Rule = Rule::whole(-1, i32::MAX as i64, " (-1 offloads every layer)");
+
+/// `cpu_variant`, shared by the config and the model parameters.
+pub(crate) const CPU_VARIANT: Rule = Rule::Custom {
+    expected: CPU_VARIANT_EXPECTED,
+    check: check_cpu_variant,
+};
+
+const CPU_VARIANT_EXPECTED: &str = "null (the best this machine allows) or a CPU variant's name";
+
+/// Checks `cpu_variant`: null or one of llama.cpp's variants.
+fn check_cpu_variant(key: &str, value: &Json) -> Result<()> {
+    match value {
+        Json::Null => Ok(()),
+        Json::String(name) if CpuVariant::from_name(name).is_some() => Ok(()),
+        Json::String(name) => Err(crate::cpu::unknown_variant(key, name)),
+        other => Err(Error::config(
+            key,
+            format!("expected {CPU_VARIANT_EXPECTED}, got {}", describe(other)),
+        )),
+    }
+}
 
 /// The keys of a JSON settings object (the config, the model parameters)
 /// and the rule each value must follow.

@@ -25,8 +25,12 @@ fn parse_params(json: Option<&str>) -> Result<ModelParams, Error> {
 /// Loads a GGUF model.
 ///
 /// `params_json` may be NULL or a JSON object with `gpu_layers` (default 0;
-/// -1 offloads all) and `use_mmap` (default true). Blocks while loading;
-/// call it from any thread.
+/// -1 offloads all), `use_mmap` (default true) and `cpu_variant` (default
+/// null: the best llama.cpp CPU variant this machine allows, or the one
+/// the environment variable `ZOO_CPU_VARIANT` names; see
+/// `zoo_backend_info_json`). On success `*out_model` receives a handle to
+/// free with `zoo_model_free`.
+/// Blocks while loading; call it from any thread.
 ///
 /// @param path The GGUF file.
 /// @param params_json The load parameters, a JSON object, or NULL for the defaults.
@@ -125,6 +129,35 @@ pub extern "C" fn zoo_model_metadata_json(
         let out = out_arg(out_json, "out_json")?;
         let model = handle_arg(model, "model")?;
         let json = model.model.metadata().to_json();
+        out.write(crate::boundary::into_c_string(json));
+        Ok(())
+    })
+}
+
+/// llama.cpp's CPU backend as this process runs it, as JSON:
+/// `cpu_variant` (e.g. "zen4", "haswell"; "x64" is the portable one),
+/// `chosen_by` ("best", "config", "environment" or "built_in"), `features`
+/// (what that backend was built with, e.g. "AVX2"), `usable` (the variants
+/// this CPU and operating system allow, best first), `refused` (objects
+/// with `variant` and `reason`) and `directory` (where the variant was
+/// loaded from; null when built in, as in libzoo.a). `*out_json` is freed
+/// with `zoo_string_free`.
+///
+/// The first model loaded chooses the variant (its `cpu_variant`
+/// parameter, else `ZOO_CPU_VARIANT`, else the best); called before any
+/// model, this loads it. A process runs one variant. Returns
+/// `ZOO_INVALID_CONFIG` when `ZOO_CPU_VARIANT` names a variant that is
+/// unknown or that this machine cannot run (the message says why), `ZOO_IO`
+/// when the backend files are missing beside the library.
+#[no_mangle]
+pub extern "C" fn zoo_backend_info_json(
+    out_json: *mut *mut c_char,
+    out_error: *mut *mut c_char,
+) -> zoo_status {
+    guard(out_error, || {
+        let out = out_arg(out_json, "out_json")?;
+        let info = zoo_core::backend_info()?;
+        let json = serde_json::to_string(&info)?;
         out.write(crate::boundary::into_c_string(json));
         Ok(())
     })

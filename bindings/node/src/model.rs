@@ -48,9 +48,20 @@ impl Task for LoadModel {
 }
 
 /// Loads a GGUF file off the JavaScript thread. `paramsJson` holds the
-/// load options (`gpu_layers`, `use_mmap`), checked by the engine as for C.
+/// load options (`gpu_layers`, `use_mmap`, `cpu_variant`), checked by the
+/// engine as for C.
 #[napi(ts_return_type = "Promise<NativeModel>")]
 pub fn load_model(path: String, params_json: String) -> napi::Result<AsyncTask<LoadModel>> {
     let params = ModelParams::from_json(&params_json).napi_err()?;
     Ok(AsyncTask::new(LoadModel { path, params }))
+}
+
+/// llama.cpp's CPU backend as this process runs it, as JSON (the fields of
+/// `zoo_core::BackendInfo`); loads it if no model has been loaded yet.
+#[napi]
+pub fn backend_info_json() -> napi::Result<String> {
+    let info = zoo_core::backend_info().napi_err()?;
+    serde_json::to_string(&info)
+        .map_err(zoo_core::Error::from)
+        .napi_err()
 }

@@ -33,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logs::set_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(logs::dropped_logs, m)?)?;
     m.add_function(wrap_pyfunction!(logs::flush_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(model::backend_info_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -13,7 +13,7 @@ pub struct NativeModel {
 
 #[pymethods]
 impl NativeModel {
-    /// Loads a GGUF file with `params_json` (`gpu_layers`, `use_mmap`),
+    /// Loads a GGUF file with `params_json` (`gpu_layers`, `use_mmap`, `cpu_variant`),
     /// which the core checks as it does for C; the GIL is released while it
     /// loads.
     #[new]
@@ -34,4 +34,15 @@ impl NativeModel {
     fn metadata_json(&self) -> String {
         self.model.metadata().to_json()
     }
+}
+
+/// llama.cpp's CPU backend as this process runs it, as JSON (the fields of
+/// `zoo_core::BackendInfo`); loads it if no model has been loaded yet. The
+/// GIL is released meanwhile.
+#[pyfunction]
+pub fn backend_info_json(py: Python<'_>) -> PyResult<String> {
+    let info = py.detach(zoo_core::backend_info).py_err()?;
+    serde_json::to_string(&info)
+        .map_err(zoo_core::Error::from)
+        .py_err()
 }

@@ -1,6 +1,8 @@
 /* hello.c: the smallest program against an installed libzoo (built by
- * test_install.sh with pkg-config and with CMake): a mock agent, a C tool,
- * one chat. Prints the reply and exits 0 on success. */
+ * test_install.sh with pkg-config and with CMake, and by scripts/package's
+ * check of the libzoo tarball): a mock agent, a C tool, one chat. Prints the
+ * reply and llama.cpp's CPU backend (zoo_backend_info_json, which loads it),
+ * and exits 0 on success. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,5 +35,13 @@ int main(void) {
     printf("libzoo %s: %s\n", zoo_version(), out);
     zoo_string_free(out);
     zoo_agent_free(agent);
+    char *backend = NULL;
+    if (zoo_backend_info_json(&backend, &err) != ZOO_OK) {
+        fprintf(stderr, "libzoo backend error: %s\n", err ? err : "?");
+        zoo_string_free(err);
+        return 1;
+    }
+    printf("backend: %s\n", backend);
+    zoo_string_free(backend);
     return ok ? 0 : 1;
 }

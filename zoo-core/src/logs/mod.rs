@@ -22,6 +22,7 @@
 //! | `zoo::prompt` | debug | the prompt of a reply exactly as the backend sends it (the message is the prompt) | `turn`, `form`: `text` (a local model: the chat template applied, `tokens` its length), `request_body` (a remote provider: the JSON body, whose key travels in a header), `messages` (the mock: the messages it received, as JSON), `host_request` (a host backend: the request it is given, as JSON) |
 //! | `zoo::raw_output` | debug | the model's reply before parsing (the message is the raw text) | `turn` |
 //! | `zoo::logs` | warn | records were dropped (see below) | `dropped` |
+//! | `zoo::backend` | info | llama.cpp's CPU backend was loaded (once per process): the variant, its features and the variants usable here | `cpu_variant`, `chosen_by`, `directory` |
 //!
 //! Every record emitted inside a chat also carries `agent_id` and
 //! `chat_id` (from the chat's `zoo::chat` span), so a host can tell chats
@@ -70,6 +71,8 @@ pub mod targets {
     pub const RAW_OUTPUT: &str = "zoo::raw_output";
     /// The log queue itself: records were dropped.
     pub const LOGS: &str = "zoo::logs";
+    /// llama.cpp's CPU backend: which variant was loaded, from where, why.
+    pub const BACKEND: &str = "zoo::backend";
 }
 
 /// How much to log, from nothing to everything. The numbers are the C

@@ -209,7 +209,7 @@ fn model_params_errors_name_the_key() {
     // Built in Rust: the same check, before the file is opened.
     let bad = ModelParams {
         gpu_layers: -5,
-        use_mmap: true,
+        ..ModelParams::default()
     };
     let err = bad.validate().unwrap_err();
     assert!(

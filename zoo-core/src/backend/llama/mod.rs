@@ -8,6 +8,7 @@
 
 mod argument_bias;
 mod calibration;
+mod cpu_backend;
 mod grammar;
 mod logs;
 mod model;
@@ -27,6 +28,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
 
 pub use argument_bias::ArgumentBias;
+pub use cpu_backend::{backend_info, BACKENDS_FOLDER};
 pub use model::{Model, ModelParams, ModelSummary};
 
 use self::model::ModelInner;
@@ -140,7 +142,7 @@ pub struct LlamaBackend<'m> {
 impl<'m> LlamaBackend<'m> {
     /// A context for `model` with the agent's settings.
     pub fn new(model: &'m Model, config: &Config) -> Result<Self> {
-        let runtime = model::runtime()?;
+        let runtime = model::runtime(None)?;
         let inner: &'m ModelInner = &model.inner;
         let template = ChatTemplate::resolve(&config.template, &inner.metadata)?;
         let n_ctx = match config.context_size {

@@ -13,16 +13,19 @@ use llama_cpp_2::model::LlamaModel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::logs;
+use super::{cpu_backend, logs};
 use crate::config::Config;
+use crate::cpu::CpuVariant;
 use crate::error::{Error, Result};
-use crate::settings::{read_settings, Given, Rule, Settings, GPU_LAYERS};
+use crate::settings::{read_settings, Given, Rule, Settings, CPU_VARIANT, GPU_LAYERS};
 use crate::template::{ModelMetadata, SpecialTokens};
 use crate::tools::ToolCallFormat;
 
 /// llama.cpp's global state: `LlamaBackend::init()` succeeds once per
-/// process, so one is kept for the life of the process.
-pub(crate) fn runtime() -> Result<&'static LlamaRuntime> {
+/// process, so one is kept for the life of the process. Its CPU backend is
+/// loaded first (`cpu_variant` if given: see [`cpu_backend`]).
+pub(crate) fn runtime(cpu_variant: Option<CpuVariant>) -> Result<&'static LlamaRuntime> {
+    cpu_backend::ensure(cpu_variant)?;
     static RUNTIME: OnceLock<std::result::Result<LlamaRuntime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -40,6 +43,9 @@ pub struct ModelParams {
     pub gpu_layers: i32,
     /// Map the file instead of reading it.
     pub use_mmap: bool,
+    /// llama.cpp's CPU variant, if not the best this machine allows (see
+    /// [`crate::cpu`]); only the first model of a process chooses.
+    pub cpu_variant: Option<CpuVariant>,
 }
 
 impl Default for ModelParams {
@@ -47,6 +53,7 @@ impl Default for ModelParams {
         ModelParams {
             gpu_layers: 0,
             use_mmap: true,
+            cpu_variant: None,
         }
     }
 }
@@ -55,7 +62,11 @@ impl Default for ModelParams {
 const MODEL_PARAMS_KEYS: Settings = Settings {
     name: "model_params",
     example: r#"{"gpu_layers": 0, "use_mmap": true}"#,
-    keys: &[("gpu_layers", GPU_LAYERS), ("use_mmap", Rule::Bool)],
+    keys: &[
+        ("gpu_layers", GPU_LAYERS),
+        ("use_mmap", Rule::Bool),
+        ("cpu_variant", CPU_VARIANT),
+    ],
 };
 
 /// The JSON form of [`ModelParams`]: every key optional.
@@ -64,6 +75,7 @@ const MODEL_PARAMS_KEYS: Settings = Settings {
 struct ParamsJson {
     gpu_layers: i32,
     use_mmap: bool,
+    cpu_variant: Option<CpuVariant>,
 }
 
 impl Default for ParamsJson {
@@ -71,17 +83,19 @@ impl Default for ParamsJson {
         let ModelParams {
             gpu_layers,
             use_mmap,
+            cpu_variant,
         } = ModelParams::default();
         ParamsJson {
             gpu_layers,
             use_mmap,
+            cpu_variant,
         }
     }
 }
 
 impl ModelParams {
-    /// Parses a JSON object with `gpu_layers` and `use_mmap` (both
-    /// optional). Text that is not JSON is [`Error::InvalidJson`]; anything
+    /// Parses a JSON object with `gpu_layers`, `use_mmap` and
+    /// `cpu_variant` (all optional). Text that is not JSON is [`Error::InvalidJson`]; anything
     /// else wrong (not an object, an unknown key, a bad value) is
     /// [`Error::InvalidConfig`] naming the key and its rule, in the same
     /// words as [`Config::from_json`].
@@ -92,6 +106,7 @@ impl ModelParams {
         let params = ModelParams {
             gpu_layers: params.gpu_layers,
             use_mmap: params.use_mmap,
+            cpu_variant: params.cpu_variant,
         };
         params.validate()?;
         Ok(params)
@@ -109,6 +124,7 @@ impl From<&Config> for ModelParams {
     fn from(config: &Config) -> Self {
         ModelParams {
             gpu_layers: config.gpu_layers,
+            cpu_variant: config.cpu_variant,
             ..ModelParams::default()
         }
     }
@@ -159,7 +175,7 @@ impl Model {
             reason,
         };
         check_gguf_file(path).map_err(&fail)?;
-        let runtime = runtime()?;
+        let runtime = runtime(params.cpu_variant)?;
 
         let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let seen_cancel = cancelled.clone();
@@ -260,7 +276,7 @@ impl Model {
             reason,
         };
         check_gguf_file(path).map_err(&fail)?;
-        let runtime = runtime()?;
+        let runtime = runtime(None)?;
         let params = LlamaModelParams::default().with_vocab_only(true);
         logs::take_recent_errors();
         let llama = LlamaModel::load_from_file(runtime, path, &params).map_err(|e| {
