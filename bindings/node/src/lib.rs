@@ -22,7 +22,7 @@ mod tools;
 pub use agent::{create_agent, AgentJob, CloseAgent, CreateAgent, NativeAgent, NativeChat};
 pub use backend::NativeBackendSink;
 pub use logs::{dropped_logs, flush_logs, set_log_function, set_log_level, FlushLogs};
-pub use model::{load_model, LoadModel, NativeModel};
+pub use model::{backend_info_json, load_model, LoadModel, NativeModel};
 pub use session::{open_session_store, NativeSessionStore, OpenStore, StoreJob};
 pub use tools::NativeToolContext;
 
