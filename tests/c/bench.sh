@@ -18,8 +18,8 @@ tokens=${TOKENS:-20000}
 calls=${CALLS:-10}
 chats=${CHATS:-100}
 
-# The dev profile, as libzoo itself (never --release: see ffi_overhead.rs).
-rust_bench=$(cd "$root" && cargo bench --profile dev -p zoo-ffi --bench ffi_overhead --no-run \
+# The release profile, as libzoo itself (see ffi_overhead.rs).
+rust_bench=$(cd "$root" && cargo bench --release -p zoo-ffi --bench ffi_overhead --no-run \
   --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for line in sys.stdin:

@@ -13,12 +13,12 @@
 //! line per sample, `rust <metric> <value>`.
 //!
 //! ```sh
-//! cargo bench --profile dev -p zoo-ffi --bench ffi_overhead -- [samples] [tokens] [calls] [chats]
+//! cargo bench --release -p zoo-ffi --bench ffi_overhead -- [samples] [tokens] [calls] [chats]
 //! ```
 //!
-//! The dev profile on purpose: it is the build libzoo ships in (scripts/
-//! install-c), so both sides run the same unoptimized zoo-core on top of
-//! optimized dependencies.
+//! The release profile on purpose: it is the build libzoo ships in
+//! (scripts/build-libzoo, tests/c/Makefile's default), so both sides run
+//! the same zoo-core.
 
 use std::ffi::CString;
 use std::hint::black_box;
