@@ -77,7 +77,7 @@ test('Model.load options are checked by the engine: invalid_config naming the ke
   })
   await assert.rejects(zk.Model.load(MISSING_MODEL, { gpuLayer: 1 }), {
     code: ErrorCode.INVALID_CONFIG,
-    message: 'invalid config `gpuLayer`: unknown key; the model_params keys are `gpuLayers`, `useMmap`',
+    message: 'invalid config `gpuLayer`: unknown key; the model_params keys are `gpuLayers`, `useMmap`, `cpuVariant`',
   })
   // Good options reach the loader, which names the missing file.
   await assert.rejects(zk.Model.load(MISSING_MODEL, { gpuLayers: -1, useMmap: false }), { code: ErrorCode.MODEL_LOAD_FAILED })

@@ -189,7 +189,7 @@ fn model_params_errors_name_the_key() {
     assert_eq!(
         err.to_string(),
         "invalid config `gpu_layer`: unknown key; the model_params keys are `gpu_layers`, \
-         `use_mmap`"
+         `use_mmap`, `cpu_variant`"
     );
     let err = ModelParams::from_json(r#"{"gpu_layers": NaN}"#).unwrap_err();
     assert!(
