@@ -140,15 +140,19 @@ pub extern "C" fn zoo_model_metadata_json(
 /// (what that backend was built with, e.g. "AVX2"), `usable` (the variants
 /// this CPU and operating system allow, best first), `refused` (objects
 /// with `variant` and `reason`) and `directory` (where the variant was
-/// loaded from; null when built in, as in libzoo.a). `*out_json` is freed
-/// with `zoo_string_free`.
+/// loaded from; null when built in, as in libzoo.a).
 ///
 /// The first model loaded chooses the variant (its `cpu_variant`
 /// parameter, else `ZOO_CPU_VARIANT`, else the best); called before any
-/// model, this loads it. A process runs one variant. Returns
-/// `ZOO_INVALID_CONFIG` when `ZOO_CPU_VARIANT` names a variant that is
-/// unknown or that this machine cannot run (the message says why), `ZOO_IO`
-/// when the backend files are missing beside the library.
+/// model, this loads it. A process runs one variant.
+///
+/// @param out_json On success, the JSON object; free it with `zoo_string_free`.
+/// @param out_error On failure, the error message (may be NULL; free it with
+///   `zoo_string_free`).
+/// @return `ZOO_OK`; `ZOO_INVALID_CONFIG` when `ZOO_CPU_VARIANT` names a
+///   variant that is unknown or that this machine cannot run (the message
+///   says why); `ZOO_IO` when the backend files are missing beside the
+///   library.
 #[no_mangle]
 pub extern "C" fn zoo_backend_info_json(
     out_json: *mut *mut c_char,
