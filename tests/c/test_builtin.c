@@ -321,7 +321,6 @@ static void stop_on_progress(void *user_data, const char *json, size_t len) {
         atomic_store(&s->stopped, 1);
         zoo_agent_stop(s->agent);
     }
-    free(event);
 }
 
 /* Whether process `pid` is gone (or a zombie) within a generous bound. */
