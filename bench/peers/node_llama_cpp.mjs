@@ -29,11 +29,16 @@ const text = await session.prompt(prompt, {
   maxTokens: Number(nGen),
   temperature: 0,
   onToken: (chunk) => {
+    // The last call of a reply can carry no token (seen: [] 0.2 ms after
+    // the 128th): it is not a token and must not stretch the timing.
+    if (chunk.length === 0) return
     stamps.push(performance.now())
     tokens += chunk.length
   },
 })
+// Read before disposing: a disposed session refuses every getter.
 const promptTokens = sequence.tokenMeter.usedInputTokens
+const wrapper = session.chatWrapper.wrapperName
 await context.dispose()
 await model.dispose()
 // Its package.json is not among its exports: read it beside dist/index.js.
@@ -48,6 +53,6 @@ console.log(JSON.stringify({
   gen_tps: ((tokens - 1) * 1000) / (stamps.at(-1) - stamps[0]),
   text_start: text.slice(0, 60),
   build: `node-llama-cpp ${version} (${llama.buildType}, llama.cpp ${llama.llamaCppRelease.release}, ` +
-    `chat wrapper ${session.chatWrapper.wrapperName}): ${llama.systemInfo.trim()}`,
+    `chat wrapper ${wrapper}): ${llama.systemInfo.trim()}`,
 }))
 await llama.dispose()
