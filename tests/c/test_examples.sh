@@ -7,7 +7,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-build=$here/build
+# The folder the Makefile built them in (build/<profile>), relative to here.
+build=$here/${1:-build/release}
 work=$(mktemp -d /tmp/zoo-examples-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 passed=0
