@@ -29,6 +29,7 @@ __all__ = [
     "NativeToolContext",
     "NativeBackendSink",
     "NativeSessionStore",
+    "backend_info_json",
     "set_log_handler",
     "set_log_level",
     "dropped_logs",
