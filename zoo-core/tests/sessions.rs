@@ -329,6 +329,31 @@ fn rename_delete_export_import_and_transcript() {
     assert!(err.to_string().contains("no session `missing`"), "{err}");
 }
 
+/// Several connections creating one new store at the same moment all
+/// open it: switching a new file to WAL takes a lock SQLite's busy
+/// handler does not wait for, so the store waits for it itself.
+#[test]
+fn many_openers_of_one_new_store_all_open_it() {
+    const OPENERS: usize = 6;
+    for _ in 0..10 {
+        let dir = TempDir::new();
+        let start = std::sync::Barrier::new(OPENERS);
+        std::thread::scope(|scope| {
+            let openers: Vec<_> = (0..OPENERS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        SessionStore::open(dir.db()).map(|store| store.sessions().unwrap().len())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                assert_eq!(opener.join().unwrap().unwrap(), 0);
+            }
+        });
+    }
+}
+
 #[test]
 fn bad_ids_and_paths_are_typed_errors() {
     let dir = TempDir::new();

@@ -101,8 +101,7 @@ impl SessionStore {
         // transaction is simply not there on the next open. NORMAL sync is
         // durable against a process crash (only power loss can drop the
         // newest commits).
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(&err)?;
+        Self::enable_wal(&conn).map_err(&err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(&err)?;
         // Checkpoints run on the checkpointer's thread instead.
@@ -123,6 +122,25 @@ impl SessionStore {
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(&err)?;
         Ok(conn)
+    }
+
+    /// Switches a new file to WAL (a no-op once it is). The switch takes
+    /// an exclusive lock without calling the busy handler, so two
+    /// processes creating one store at once would see "database is
+    /// locked" at once: wait for the other as the busy handler would.
+    fn enable_wal(conn: &Connection) -> rusqlite::Result<()> {
+        let started = std::time::Instant::now();
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The file the store lives in.
