@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -494,21 +494,48 @@ fn check_after_kill(db: &str, committed: usize, before: &[Message]) -> Vec<Messa
 }
 
 /// Spawns this test binary as a child process running `test` on `db`.
-fn spawn_child(test: &str, db: &str) -> std::process::Child {
+fn spawn_child(test: &str, db: &str) -> ChildProcess {
     spawn_child_on(test, db, "")
+}
+
+/// A child process killed when the test lets go of it, so that a failing
+/// test never leaves a child behind (a writer waiting for its dead sibling
+/// would wait forever).
+struct ChildProcess(Child);
+
+impl std::ops::Deref for ChildProcess {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        // Both fail harmlessly once the child has been waited for.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Spawns this test binary as a child process running `test` on `db`
 /// and `session`, its stdin and stdout piped.
-fn spawn_child_on(test: &str, db: &str, session: &str) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
+fn spawn_child_on(test: &str, db: &str, session: &str) -> ChildProcess {
+    let child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env("ZOO_CRASH_CHILD_DB", db)
         .env("ZOO_CHILD_SESSION", session)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    ChildProcess(child)
 }
 
 /// Reads the child's output until a line ends with `text` (libtest prints
