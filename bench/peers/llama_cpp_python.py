@@ -13,6 +13,7 @@ not by stream chunks, which can join tokens.
 """
 
 import json
+import os
 import sys
 import time
 
@@ -51,6 +52,8 @@ def main() -> None:
         "gen_tokens": tokens,
         "token_callbacks": len(stamps),
         "ttft_ms": (stamps[0] - started) * 1e3,
+        "cold_ms": (time.time_ns() - (time.perf_counter() - stamps[0]) * 1e9
+                    - int(os.environ["BENCH_SPAWNED_NS"])) / 1e6,
         "prompt_tps": perf.n_p_eval / (stamps[0] - started),
         "gen_tps": (tokens - 1) / (stamps[-1] - stamps[0]),
         "text_start": "".join(text)[:60],

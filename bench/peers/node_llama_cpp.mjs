@@ -49,6 +49,9 @@ console.log(JSON.stringify({
   gen_tokens: tokens,
   token_callbacks: stamps.length,
   ttft_ms: stamps[0] - started,
+  // Cold start: process spawn (the epoch bench-peers took just before)
+  // to the first token, on the wall clock.
+  cold_ms: performance.timeOrigin + stamps[0] - Number(process.env.BENCH_SPAWNED_NS) / 1e6,
   prompt_tps: (promptTokens * 1000) / (stamps[0] - started),
   gen_tps: ((tokens - 1) * 1000) / (stamps.at(-1) - stamps[0]),
   text_start: text.slice(0, 60),

@@ -18,7 +18,7 @@ PAIRS = (("zoo-python", "llama-cpp-python", 1.0, 1.05), ("zoo-node", "node-llama
 def main() -> None:
     rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
     by_side = {side: [r for r in rows if r["side"] == side] for side in SIDES}
-    med = {side: {key: statistics.median(r[key] for r in runs) for key in ("prompt_tps", "gen_tps", "ttft_ms")}
+    med = {side: {key: statistics.median(r[key] for r in runs) for key in ("prompt_tps", "gen_tps", "ttft_ms", "cold_ms")}
            for side, runs in by_side.items() if runs}
 
     print("\nbuilds:")
@@ -26,7 +26,7 @@ def main() -> None:
         if runs:
             print(f"  {side:<17} {runs[0]['build']}")
     print(f"\n{'side':<17} {'runs':>4} {'prompt tok':>10} {'gen tok':>8} {'TTFT ms':>8} "
-          f"{'prompt tok/s':>13} {'gen tok/s':>10}   (medians)")
+          f"{'prompt tok/s':>13} {'gen tok/s':>10} {'cold ms':>8}   (medians)")
     for side, runs in by_side.items():
         if not runs:
             continue
@@ -34,7 +34,7 @@ def main() -> None:
         gen_tokens = "/".join(str(t) for t in sorted({r["gen_tokens"] for r in runs}))
         m = med[side]
         print(f"{side:<17} {len(runs):>4} {prompt_tokens:>10} {gen_tokens:>8} {m['ttft_ms']:>8.0f} "
-              f"{m['prompt_tps']:>13.1f} {m['gen_tps']:>10.1f}")
+              f"{m['prompt_tps']:>13.1f} {m['gen_tps']:>10.1f} {m['cold_ms']:>8.0f}")
     for side in ("zoo-python", "zoo-node"):
         runs = by_side[side]
         if runs:
@@ -59,6 +59,9 @@ def main() -> None:
             per_round = statistics.median(o[key] / p[key] for o, p in paired)
             verdict = "met" if ratio >= goal else "NOT met"
             print(f"  {ours}/{peer} {name}: {ratio:.3f} ({per_round:.3f}); goal >= {goal}: {verdict}")
+        ahead = med[ours]["cold_ms"] < med[peer]["cold_ms"]
+        print(f"  cold start (spawn to first token) {ours} {med[ours]['cold_ms']:.0f} ms, {peer} "
+              f"{med[peer]['cold_ms']:.0f} ms; goal: ahead: {'met' if ahead else 'NOT met'}")
         best = med[ours]["prompt_tps"] / best_peer_prompt
         print(f"  {ours} prompt / best peer's prompt ({best_peer_prompt:.1f} tok/s): {best:.3f}; "
               f"goal >= 1.0: {'met' if best >= 1.0 else 'NOT met'}")

@@ -34,6 +34,9 @@ console.log(JSON.stringify({
   gen_tokens: usage.completionTokens,
   token_callbacks: stamps.length,
   ttft_ms: stamps[0] - started,
+  // Cold start: process spawn (the epoch bench-peers took just before)
+  // to the first token, on the wall clock.
+  cold_ms: performance.timeOrigin + stamps[0] - Number(process.env.BENCH_SPAWNED_NS) / 1e6,
   prompt_tps: (usage.promptTokens * 1000) / (stamps[0] - started),
   gen_tps: ((usage.completionTokens - 1) * 1000) / (stamps.at(-1) - stamps[0]),
   engine_prompt_ms: metrics.promptMs,

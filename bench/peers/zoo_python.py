@@ -13,6 +13,7 @@ tokens/s = (tokens - 1) / (first token to last token). The engine's own
 """
 
 import json
+import os
 import sys
 import time
 
@@ -46,6 +47,8 @@ def main() -> None:
         "gen_tokens": tokens,
         "token_callbacks": len(stamps),
         "ttft_ms": (stamps[0] - started) * 1e3,
+        "cold_ms": (time.time_ns() - (time.perf_counter() - stamps[0]) * 1e9
+                    - int(os.environ["BENCH_SPAWNED_NS"])) / 1e6,
         "prompt_tps": usage.prompt_tokens / (stamps[0] - started),
         "gen_tps": (tokens - 1) / (stamps[-1] - stamps[0]),
         "engine_prompt_ms": metrics.prompt_ms,
