@@ -16,11 +16,6 @@
  *
  *   raw_llama --model M.gguf --prompt-file P.txt --backend libggml-cpu-V.so
  *             [--n-gen 128] [--threads 2] [--batch 512] [--ctx 2048] [--chunk N]
- *             [--ubatch N] [--flash-attn auto|on|off] [--kv-type f16|q8_0|bf16]
- *
- * --ubatch (default: the batch size), --flash-attn (default auto, llama.cpp's)
- * and --kv-type (default f16) are the prompt settings scripts/bench-settings
- * compares; the engine runs the defaults.
  *
  * --chunk N decodes the prompt N tokens per llama_decode call instead of a
  * batch (at most the batch size); the chunks and the time of each are
@@ -33,71 +28,14 @@
 
 #define _POSIX_C_SOURCE 199309L
 
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "llama.h"
+#define BENCH_NAME "raw_llama"
+#include "raw_llama.h"
 
 #define MAX_CHUNKS 4096
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (level == GGML_LOG_LEVEL_ERROR) {
-        fputs(text, stderr);
-    }
-}
-
-static char *read_file(const char *path, long *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc(*len + 1);
-    if (fread(buf, 1, *len, f) != (size_t)*len) {
-        fclose(f);
-        free(buf);
-        return NULL;
-    }
-    buf[*len] = 0;
-    fclose(f);
-    return buf;
-}
-
-static int die(const char *msg) {
-    fprintf(stderr, "raw_llama: %s\n", msg);
-    return 1;
-}
-
-/* Decodes tokens[0..n) at positions start.., logits for the last one if asked. */
-static int decode(struct llama_context *ctx, struct llama_batch *batch, const llama_token *tokens,
-                  int n, int start, bool logits) {
-    batch->n_tokens = n;
-    for (int i = 0; i < n; i++) {
-        batch->token[i] = tokens[i];
-        batch->pos[i] = start + i;
-        batch->n_seq_id[i] = 1;
-        batch->seq_id[i][0] = 0;
-        batch->logits[i] = logits && i == n - 1;
-    }
-    return llama_decode(ctx, *batch);
-}
-
 int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt_path = NULL, *backend_path = NULL;
-    int n_gen = 128, threads = 2, n_batch = 512, n_ctx = 2048, fixed_chunk = 0, n_ubatch = 0;
-    const char *flash_attn = "auto", *kv_type = "f16";
+    int n_gen = 128, threads = 2, n_batch = 512, n_ctx = 2048, fixed_chunk = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -112,9 +50,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) n_batch = atoi(v);
         else if (!strcmp(a, "--ctx")) n_ctx = atoi(v);
         else if (!strcmp(a, "--chunk")) fixed_chunk = atoi(v);
-        else if (!strcmp(a, "--ubatch")) n_ubatch = atoi(v);
-        else if (!strcmp(a, "--flash-attn")) flash_attn = v;
-        else if (!strcmp(a, "--kv-type")) kv_type = v;
         else {
             fprintf(stderr, "raw_llama: unknown option %s\n", a);
             return 1;
@@ -146,13 +81,7 @@ int main(int argc, char **argv) {
     struct llama_context_params cparams = llama_context_default_params();
     cparams.n_ctx = n_ctx;
     cparams.n_batch = n_batch;
-    cparams.n_ubatch = n_ubatch > 0 ? n_ubatch : n_batch;
-    if (!strcmp(flash_attn, "on")) cparams.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
-    else if (!strcmp(flash_attn, "off")) cparams.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    else if (strcmp(flash_attn, "auto")) return die("--flash-attn takes auto, on or off");
-    if (!strcmp(kv_type, "q8_0")) cparams.type_k = cparams.type_v = GGML_TYPE_Q8_0;
-    else if (!strcmp(kv_type, "bf16")) cparams.type_k = cparams.type_v = GGML_TYPE_BF16;
-    else if (strcmp(kv_type, "f16")) return die("--kv-type takes f16, q8_0 or bf16");
+    cparams.n_ubatch = n_batch;
     cparams.n_threads = threads;
     cparams.n_threads_batch = threads;
     cparams.swa_full = true; /* as LlamaBackend sets it */
@@ -220,11 +149,9 @@ int main(int argc, char **argv) {
 
     printf("{\"side\":\"raw\",\"chunk\":\"%s\",\"prompt_tokens\":%d,\"prompt_ms\":%.3f,"
            "\"prompt_tps\":%.2f,\"gen_tokens\":%d,\"gen_ms\":%.3f,\"gen_tps\":%.2f,"
-           "\"threads\":%d,\"batch\":%d,\"ubatch\":%u,\"flash_attn\":\"%s\",\"kv_type\":\"%s\","
-           "\"n_ctx\":%d,\"chunks\":[",
+           "\"threads\":%d,\"batch\":%d,\"n_ctx\":%d,\"chunks\":[",
            fixed_chunk > 0 ? "fixed" : "batch", n_prompt, prompt_ms, n_prompt * 1000.0 / prompt_ms,
-           generated, gen_ms, generated * 1000.0 / gen_ms, threads, n_batch, cparams.n_ubatch,
-           flash_attn, kv_type, n_ctx);
+           generated, gen_ms, generated * 1000.0 / gen_ms, threads, n_batch, n_ctx);
     for (int i = 0; i < n_chunks; i++) {
         printf(i ? ",%d" : "%d", chunks[i]);
     }
