@@ -65,16 +65,9 @@ int main(int argc, char **argv) {
         return die("cannot read the prompt file");
     }
 
-    llama_log_set(quiet_log, NULL);
-    if (!ggml_backend_load(backend_path)) {
-        return die("cannot load the CPU backend");
-    }
-    llama_backend_init();
-    struct llama_model_params mparams = llama_model_default_params();
-    mparams.n_gpu_layers = 0;
-    struct llama_model *model = llama_model_load_from_file(model_path, mparams);
+    struct llama_model *model = load_model(backend_path, model_path);
     if (!model) {
-        return die("cannot load the model");
+        return 1;
     }
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
 

@@ -1,8 +1,9 @@
 /*
  * raw_llama.h: what the two C baselines on llama.h share (raw_llama.c,
  * the engine's throughput baseline, and prompt_settings.c): a clock, a
- * quiet log, reading a file and decoding a run of tokens. Each defines
- * BENCH_NAME, its name in error messages, before including it.
+ * quiet log, reading a file, loading the model and decoding a run of
+ * tokens. Each defines BENCH_NAME, its name in error messages, before
+ * including it.
  */
 
 #ifndef ZOO_BENCH_RAW_LLAMA_H
@@ -65,6 +66,24 @@ static int decode(struct llama_context *ctx, struct llama_batch *batch, const ll
         batch->logits[i] = logits && i == n - 1;
     }
     return llama_decode(ctx, *batch);
+}
+
+/* Loads the CPU backend at backend_path (one libggml-cpu-<variant>.so),
+ * then the model on the CPU; NULL, said on stderr, when either fails. */
+static struct llama_model *load_model(const char *backend_path, const char *model_path) {
+    llama_log_set(quiet_log, NULL);
+    if (!ggml_backend_load(backend_path)) {
+        die("cannot load the CPU backend");
+        return NULL;
+    }
+    llama_backend_init();
+    struct llama_model_params mparams = llama_model_default_params();
+    mparams.n_gpu_layers = 0;
+    struct llama_model *model = llama_model_load_from_file(model_path, mparams);
+    if (!model) {
+        die("cannot load the model");
+    }
+    return model;
 }
 
 #endif
