@@ -46,7 +46,10 @@ install_files() {
   real=$(readlink -f "$prefix/lib/libzoo.so")
   echo "libzoo.so -> $(readlink "$prefix/lib/libzoo.so") -> $(readlink "$prefix/lib/libzoo.so.0.1"); real file $real"
   [[ $real == "$prefix/lib/libzoo.so.0.1."* ]] || return 1
-  readelf -d "$real" | grep -q 'Library soname: \[libzoo.so.0.1\]'
+  # Read whole before searching (pipefail and `grep -q` race: see scripts/package).
+  local dynamic
+  dynamic=$(readelf -d "$real")
+  grep -q 'Library soname: \[libzoo.so.0.1\]' <<<"$dynamic"
 }
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
