@@ -995,7 +995,9 @@ export interface LogRecord {
    * Where it comes from: `zoo::chat`, `zoo::turn`, `zoo::tool`, `zoo::hook`,
    * `zoo::prompt` (debug: a reply's prompt as the model read it),
    * `zoo::raw_output` (debug: the reply before parsing), `zoo::logs`
-   * (records were dropped), or a module path such as `llama.cpp`.
+   * (records were dropped), `zoo::backend` (llama.cpp's CPU backend was
+   * loaded), `zoo::session` (debug: one transaction of a session store),
+   * or a module path such as `llama.cpp`.
    */
   target: string
   /** Readable on its own (for `zoo::prompt`, the prompt itself). */

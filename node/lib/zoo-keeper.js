@@ -912,7 +912,8 @@ function checkLevel(level) {
  * off (they are off until set). A record is `{level, target, message,
  * fields}`: `target` says where it comes from (`zoo::chat`, `zoo::turn`,
  * `zoo::tool`, `zoo::hook`, `zoo::prompt`, `zoo::raw_output`, `zoo::logs`,
- * or a module path such as `llama.cpp`), `message` reads on its own, and
+ * `zoo::backend`, `zoo::session` (debug: one transaction of a session
+ * store), or a module path such as `llama.cpp`), `message` reads on its own, and
  * `fields` holds the structured fields in camelCase (`agentId` and
  * `chatId` inside a chat, `tool`, `callId`, `latencyMs`, ...). At 'debug',
  * `zoo::prompt` records carry each reply's prompt exactly as the model read

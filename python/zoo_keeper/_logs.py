@@ -8,8 +8,9 @@
 Each record's ``message`` reads on its own ("tool `add` (call_1) returned
 in 0.3 ms"); its ``target`` attribute says where it comes from
 (``zoo::chat``, ``zoo::turn``, ``zoo::tool``, ``zoo::hook``,
-``zoo::prompt``, ``zoo::raw_output``, ``zoo::logs``, or a module path such
-as ``llama.cpp``) and its ``fields`` attribute holds the structured fields
+``zoo::prompt``, ``zoo::raw_output``, ``zoo::logs``, ``zoo::backend``,
+``zoo::session`` (debug: one transaction of a session store), or a module
+path such as ``llama.cpp``) and its ``fields`` attribute holds the structured fields
 (``agent_id`` and ``chat_id`` inside a chat, ``tool``, ``call_id``,
 ``latency_ms``, ...). At DEBUG, ``zoo::prompt`` records carry each reply's
 prompt exactly as the model read it and ``zoo::raw_output`` records the

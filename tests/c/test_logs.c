@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "json_mini.h"
@@ -231,4 +232,51 @@ void test_logs_levels_and_debug_prompt(void) {
     CHECK(atomic_load(&sink.freed) == 1);
     sink_destroy(&sink);
     sink_destroy(&other);
+}
+
+/* A session store's write is a `zoo::session` debug record: the chat's
+ * round (its question and reply) in one transaction. */
+void test_logs_session_write_record(void) {
+    char db[256], side[300];
+    snprintf(db, sizeof db, "/tmp/zoo-c-logs-%ld.db", (long)getpid());
+    log_sink sink;
+    sink_init(&sink);
+    char *err = NULL;
+    REQUIRE_STATUS(zoo_log_set_callback(ZOO_LOG_DEBUG, on_log, &sink, free_sink, &err), ZOO_OK, err);
+    char config[512];
+    snprintf(config, sizeof config,
+             "{\"session_store\": \"%s\", \"session\": \"logged\", \"provider\": {\"type\": \"mock\"}}", db);
+    zoo_agent *agent = NULL;
+    uint64_t id = 0;
+    if (CHECK_STATUS(zoo_agent_create(config, &agent, &err), ZOO_OK, err)) {
+        CHECK_STATUS(zoo_agent_id(agent, &id), ZOO_OK, NULL);
+        chat(agent, "hello");
+        int i = find(&sink, id, "zoo::session", 0);
+        if (CHECKF(i >= 0, "no zoo::session record")) {
+            log_line *line = &sink.lines[i];
+            CHECK(line->level == ZOO_LOG_DEBUG);
+            char *session = jm_string(line->fields, "session");
+            CHECK_STR(session, "logged");
+            free(session);
+            double messages = 0, latency = -1;
+            CHECK(jm_number(line->fields, "messages", &messages) && messages == 2);
+            CHECK(jm_number(line->fields, "latency_us", &latency) && latency >= 0);
+            CHECK_STR(line->message, "session written");
+        }
+        CHECK(find(&sink, id, "zoo::session", 1) < 0); /* one round, one write */
+        zoo_agent_free(agent);
+    }
+    th_free_string(&err);
+    CHECK_STATUS(zoo_log_set_callback(ZOO_LOG_OFF, NULL, NULL, NULL, &err), ZOO_OK, err);
+    CHECK(zoo_log_flush(30000));
+    sink_destroy(&sink);
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-kv/6c6f67676564.lock", db); /* "logged" in hex */
+    unlink(side);
+    snprintf(side, sizeof side, "%s-kv", db);
+    rmdir(side);
 }

@@ -81,6 +81,7 @@
     /* test_logs.c */                        \
     X(logs_tool_call_record, 20)             \
     X(logs_levels_and_debug_prompt, 20)      \
+    X(logs_session_write_record, 20)         \
     /* test_remote.c */                      \
     X(remote_openai_chat, 30)                \
     X(remote_anthropic_chat, 30)             \

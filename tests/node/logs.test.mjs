@@ -5,6 +5,9 @@
 // chat's own hooks replacing the agent's for that chat only.
 import assert from 'node:assert/strict'
 import test from 'node:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 
 import { zk, mockAgent, toolCall, ADD } from './helpers.mjs'
 
@@ -145,6 +148,31 @@ test("a chat's own hooks run instead of the agent's, for that chat only", async 
     for await (const item of agent.stream('streamed', { hooks: { inputFilter: () => ({ action: 'warn', warning: '(noted)' }) } })) items.push(item)
     assert.equal(items.filter((i) => i.type === 'token').map((i) => i.text).join(''), 'echo: streamed\n\n(noted)')
   } finally {
+    await agent.close()
+  }
+})
+
+test('a session write is a debug record', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'zoo-node-logs-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const kept = keep()
+  zk.setLogger(kept.logger, { level: 'debug' })
+  const agent = await zk.Agent.create({ provider: { type: 'mock' }, sessionStore: path.join(dir, 'chats.db'), session: 'logged' })
+  try {
+    await agent.chat('hello')
+    assert.equal(await zk.flushLogs(WAIT), true)
+    // The chat's round, its question and reply, in one transaction.
+    const writes = kept.of(agent, 'zoo::session')
+    assert.equal(writes.length, 1)
+    const [record] = writes
+    assert.equal(record.level, 'debug')
+    assert.equal(record.message, 'session written')
+    assert.equal(record.fields.session, 'logged')
+    assert.equal(record.fields.messages, 2)
+    assert.equal(record.fields.deletedFrom, 0)
+    assert.ok(record.fields.latencyUs >= 0)
+  } finally {
+    zk.setLogger(null)
     await agent.close()
   }
 })

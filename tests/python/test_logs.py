@@ -6,6 +6,7 @@ dropped (and counted) behind a handler that cannot keep up."""
 
 import json
 import logging
+import pathlib
 import threading
 from typing import Any, Iterator, List
 
@@ -218,3 +219,20 @@ def test_per_chat_hooks_in_every_way_of_starting_a_chat() -> None:
         # Regenerate answers the stored (already warned) message again.
         assert agent.regenerate(hooks={}).text == "echo: four\n\n(noted)"
         assert seen == ["one", "two", "three", "four"]
+
+
+def test_a_session_write_is_a_debug_record(kept: Keep, tmp_path: pathlib.Path) -> None:
+    LOGGER.setLevel(logging.DEBUG)
+    db = str(tmp_path / "chats.db")
+    with zk.Agent(provider={"type": "mock"}, session_store=db, session="logged") as agent:
+        agent.chat("hello")
+        # The chat's round, its question and reply, in one transaction.
+        writes = kept.of(agent, "zoo::session")
+        assert len(writes) == 1
+        assert writes[0].levelno == logging.DEBUG
+        assert writes[0].getMessage() == "session written"
+        fields = writes[0].fields  # type: ignore[attr-defined]
+        assert fields["session"] == "logged"
+        assert fields["messages"] == 2
+        assert fields["deleted_from"] == 0
+        assert fields["latency_us"] >= 0

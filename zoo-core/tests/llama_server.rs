@@ -396,6 +396,7 @@ fn a_stop_during_a_long_streamed_reply_ends_the_chat_and_the_agent_answers_the_n
 
 /// JSON with every value replaced by its type: what two responses of
 /// different text have in common.
+#[cfg(feature = "llama")]
 fn shape(value: &Value) -> Value {
     match value {
         Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), shape(v))).collect(),
@@ -407,6 +408,8 @@ fn shape(value: &Value) -> Value {
     }
 }
 
+/// The shape of a response's JSON.
+#[cfg(feature = "llama")]
 fn response_shape(response: &Response) -> Value {
     shape(&serde_json::from_str(&response.to_json()).unwrap())
 }

@@ -6,9 +6,11 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
+use zoo_core::logs::{self, targets, LogHandler, LogLevel, LogRecord};
 use zoo_core::{
     Agent, ChatOptions, Config, ErrorCode, EventKind, Message, MockBackend, MockReply, Role,
     SessionStore, Tool,
@@ -108,18 +110,45 @@ fn without_an_id_a_new_session_is_started_and_listed() {
     assert_eq!(listed[1].title.as_deref(), Some("first agent"));
 }
 
-/// How many writes the session has had: the store raises its `touched`
-/// past every session's with each write, and here it is the only session.
-fn writes_of(db: &str, id: &str) -> i64 {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.query_row("SELECT touched FROM sessions WHERE id = ?1", [id], |row| {
-        row.get(0)
+/// The sessions of every transaction a store of this process wrote, from
+/// the store's `zoo::session` records.
+#[derive(Default)]
+struct Writes(Mutex<Vec<String>>);
+
+impl LogHandler for Writes {
+    fn log(&self, record: &LogRecord) {
+        if record.target == targets::SESSION {
+            let session = record.fields["session"].as_str().unwrap_or_default();
+            self.0.lock().unwrap().push(session.to_owned());
+        }
+    }
+}
+
+/// The process's one handler, installed at the first call (the handler is
+/// process-wide; the tests count their own sessions' writes).
+fn writes() -> &'static Writes {
+    static WRITES: OnceLock<Arc<Writes>> = OnceLock::new();
+    WRITES.get_or_init(|| {
+        let writes = Arc::new(Writes::default());
+        logs::set_handler(LogLevel::Debug, Some(writes.clone())).unwrap();
+        writes
     })
-    .unwrap()
+}
+
+/// How many transactions have written session `id` so far.
+fn writes_of(id: &str) -> usize {
+    // Generous: the machine may be busy.
+    assert!(
+        logs::flush(Duration::from_secs(30)),
+        "the log queue did not drain"
+    );
+    let written = writes().0.lock().unwrap();
+    written.iter().filter(|s| *s == id).count()
 }
 
 #[test]
 fn a_chat_writes_once_per_round_and_nothing_when_nothing_changed() {
+    writes();
     let dir = TempDir::new();
     let config = Config::default()
         .session_store(dir.db())
@@ -133,27 +162,27 @@ fn a_chat_writes_once_per_round_and_nothing_when_nothing_changed() {
         config.clone(),
     );
     agent.register_tool(weather_tool());
-    let opened = writes_of(&dir.db(), "counted");
+    let opened = writes_of("counted");
     // Two rounds: the call with its result, then the answer.
     assert_eq!(chat(&agent, "Weather in Paris?"), "21 degrees.");
-    assert_eq!(writes_of(&dir.db(), "counted") - opened, 2);
+    assert_eq!(writes_of("counted") - opened, 2);
     for n in 0..10 {
         chat(&agent, &format!("plain chat {n}"));
     }
     assert_eq!(
-        writes_of(&dir.db(), "counted") - opened,
+        writes_of("counted") - opened,
         12,
         "a plain chat is one round, one write (no empty closing write)"
     );
     drop(agent);
     // Reopened with the same system prompt: nothing to write.
-    let before = writes_of(&dir.db(), "counted");
+    let before = writes_of("counted");
     let again = agent_on(MockBackend::new(), config.clone());
-    assert_eq!(writes_of(&dir.db(), "counted"), before);
+    assert_eq!(writes_of("counted"), before);
     drop(again);
     // With another one, the new prompt is written at once.
     let changed = agent_on(MockBackend::new(), config.system_prompt("Be long."));
-    assert_eq!(writes_of(&dir.db(), "counted"), before + 1);
+    assert_eq!(writes_of("counted"), before + 1);
     drop(changed);
     let data = SessionStore::open(dir.db())
         .unwrap()

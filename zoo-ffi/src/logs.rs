@@ -47,7 +47,8 @@ impl From<LogLevel> for zoo_log_level {
 /// thread of the engine, which a slow callback therefore never slows).
 /// `target` (NUL-terminated) is where it comes from: `zoo::chat`,
 /// `zoo::turn`, `zoo::tool`, `zoo::hook`, `zoo::prompt`, `zoo::raw_output`,
-/// `zoo::logs`, or a module path (`llama.cpp`, `zoo_core::mcp`, ...).
+/// `zoo::logs`, `zoo::backend`, `zoo::session` (debug: one transaction of a
+/// session store), or a module path (`llama.cpp`, `zoo_core::mcp`, ...).
 /// `message` (`message_len` bytes, also NUL-terminated; a NUL inside
 /// becomes U+FFFD) is readable on its own. `fields_json` (`fields_len`
 /// bytes, also NUL-terminated) is a JSON object of the structured fields:

@@ -23,6 +23,7 @@
 //! | `zoo::raw_output` | debug | the model's reply before parsing (the message is the raw text) | `turn` |
 //! | `zoo::logs` | warn | records were dropped (see below) | `dropped` |
 //! | `zoo::backend` | info | llama.cpp's CPU backend was loaded (once per process): the variant, its features and the variants usable here | `cpu_variant`, `chosen_by`, `directory` |
+//! | `zoo::session` | debug | a session store wrote one transaction (a closed round, a chat, a history change) | `session`, `messages` (how many written), `deleted_from` (the first position replaced), `latency_us` |
 //!
 //! Every record emitted inside a chat also carries `agent_id` and
 //! `chat_id` (from the chat's `zoo::chat` span), so a host can tell chats
@@ -73,6 +74,8 @@ pub mod targets {
     pub const LOGS: &str = "zoo::logs";
     /// llama.cpp's CPU backend: which variant was loaded, from where, why.
     pub const BACKEND: &str = "zoo::backend";
+    /// A session store wrote a session (debug).
+    pub const SESSION: &str = "zoo::session";
 }
 
 /// How much to log, from nothing to everything. The numbers are the C
