@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
-use zoo_core::backend::llama::ArgumentBias;
+use zoo_core::backend::llama::{ArgumentBias, WordMatch};
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -188,12 +188,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         backend.set_tool_call_format(format);
     }
     // ZOO_EVAL_BIAS=2,5 pulls argument values toward the question by 2
-    // logits and away from tool names by 5.
+    // logits and away from tool names by 5 (off by default).
     if let Ok(bias) = std::env::var("ZOO_EVAL_BIAS") {
         let (toward, against) = bias.split_once(',').unwrap_or((bias.as_str(), "0"));
         backend.set_argument_bias(ArgumentBias {
             toward_question: toward.parse()?,
             against_tool_names: against.parse()?,
+        });
+    }
+    // ZOO_EVAL_WORDS=5,1 adds 5 to a tool's score for each of the
+    // question's words its name holds, 1 for one only its description holds
+    // (off by default).
+    if let Ok(weights) = std::env::var("ZOO_EVAL_WORDS") {
+        let (name, description) = weights.split_once(',').unwrap_or((weights.as_str(), "0"));
+        backend.set_word_match(WordMatch {
+            name: name.parse()?,
+            description: description.parse()?,
         });
     }
     // ZOO_EVAL_THRESHOLD=-6.5 fixes auto's call-or-prose threshold instead
@@ -219,10 +229,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 eprintln!("{} | {}", choice.as_str(), case.prompt);
             }
             let reply = generate(&mut backend, &system, &case.prompt, tools, &choice)?;
+            let took = started.elapsed();
             if verbose {
-                eprintln!("    -> {:?} {:?}", reply.calls, reply.content);
+                eprintln!(
+                    "    -> {:?} {:?} ({} ms)",
+                    reply.calls,
+                    reply.content,
+                    took.as_millis()
+                );
             }
-            tally.record(case, &reply, started.elapsed());
+            tally.record(case, &reply, took);
         }
         println!("{}", tally.summary(choice.as_str()));
     }

@@ -9,11 +9,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use zoo_core::backend::llama::{ArgumentBias, WordMatch};
 use zoo_core::backend::{CacheHint, FinishReason, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
     Agent, Backend, CancelToken, ChatOptions, Config, ErrorCode, EventKind, LlamaBackend, Message,
-    Model, ModelParams, Response, Role, StopReason, Tool, ToolChoice, ToolDefinition,
+    Model, ModelParams, Response, Role, StopReason, Tool, ToolCall, ToolChoice, ToolDefinition,
 };
 
 fn model_path(file: &str) -> PathBuf {
@@ -347,6 +348,87 @@ fn eval_assistant_tools() -> Vec<ToolDefinition> {
     )
     .unwrap();
     serde_json::from_value(sets["assistant"].clone()).unwrap()
+}
+
+/// The eval's home-automation tools (tests/eval/tool_sets.json).
+fn eval_home_tools() -> Vec<ToolDefinition> {
+    let sets: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/eval/tool_sets.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    serde_json::from_value(sets["home"].clone()).unwrap()
+}
+
+/// The forced call SmolLM2 writes for `prompt` with `tools` (greedy).
+fn forced_call(backend: &mut LlamaBackend, prompt: &str, tools: &[ToolDefinition]) -> ToolCall {
+    let messages = vec![
+        Message::system("You are a helpful assistant."),
+        Message::user(prompt),
+    ];
+    let request = GenerateRequest {
+        messages: &messages,
+        tools,
+        tool_choice: &ToolChoice::Required,
+        max_tokens: Some(96),
+        max_calls: 1,
+        stop: &[],
+        cache_hint: CacheHint::default(),
+        deadline: None,
+    };
+    let generation = backend
+        .generate(&request, &mut |_| {}, &CancelToken::new())
+        .unwrap();
+    let parsed = parser::parse(&generation.text);
+    assert_eq!(parsed.calls.len(), 1, "{prompt}: {}", generation.text);
+    let call = &parsed.calls[0];
+    ToolCall {
+        id: String::new(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// The question's words steer a forced call when asked to (both are off
+/// by default): with `ArgumentBias` values are pulled toward the question
+/// without looping on it, and with `WordMatch` the tool its words name wins
+/// over the one the model alone prefers. On the eval's tune split SmolLM2 alone
+/// called `lights_on` for "Lights off in the office" and `get_weather` for
+/// a timer; with a pull that stayed on after use it wrote
+/// `door_lock_door_door_...` to the grammar's bound for "Please lock the
+/// back door." (a report-split case).
+#[test]
+fn the_questions_words_steer_a_forced_call() {
+    let _serial = serial();
+    let model = smollm2();
+    let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
+    let home = eval_home_tools();
+    backend.set_argument_bias(ArgumentBias {
+        toward_question: 2.0,
+        against_tool_names: 5.0,
+    });
+    let call = forced_call(&mut backend, "Please lock the back door.", &home);
+    assert_eq!(call.name, "lock_door", "{call:?}");
+    let door = call.arguments["door"].as_str().unwrap_or_default();
+    assert!(door.len() <= 20, "the value loops: {door:?}");
+    // The model alone: the wrong tool, as the eval measured.
+    let call = forced_call(&mut backend, "Lights off in the office.", &home);
+    assert_eq!(call.name, "lights_on", "{call:?}");
+    backend.set_word_match(WordMatch {
+        name: 5.0,
+        description: 1.0,
+    });
+    let call = forced_call(&mut backend, "Lights off in the office.", &home);
+    assert_eq!(call.name, "lights_off", "{call:?}");
+    let call = forced_call(
+        &mut backend,
+        "Remind me in 45 minutes with a timer.",
+        &eval_assistant_tools(),
+    );
+    assert_eq!(call.name, "set_timer", "{call:?}");
 }
 
 /// Prose replies under `auto` with the lazy call grammar armed end

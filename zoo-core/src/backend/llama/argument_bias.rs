@@ -9,6 +9,10 @@
 //! tools' names that the message does not use. Only tokens holding a
 //! letter or a digit are touched, so quotes, commas and brackets keep the
 //! model's own weights.
+//!
+//! A question's token is pulled toward until the call has used it once
+//! (the backend drops its pull then): a pull that stays makes values loop
+//! on it (`door_lock_door_door_...`) until the grammar's bound.
 
 use std::collections::HashSet;
 
