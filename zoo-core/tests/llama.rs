@@ -337,8 +337,9 @@ fn required_calls_parse_and_validate_with(max_tokens: Option<u32>) {
     );
 }
 
-/// The eval's five everyday tools (tests/eval/tool_sets.json).
-fn eval_assistant_tools() -> Vec<ToolDefinition> {
+/// One of the eval's tool sets (tests/eval/tool_sets.json): `assistant`,
+/// the five everyday tools, or `home`, the home-automation ones.
+fn eval_tools(set: &str) -> Vec<ToolDefinition> {
     let sets: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -347,20 +348,7 @@ fn eval_assistant_tools() -> Vec<ToolDefinition> {
         .unwrap(),
     )
     .unwrap();
-    serde_json::from_value(sets["assistant"].clone()).unwrap()
-}
-
-/// The eval's home-automation tools (tests/eval/tool_sets.json).
-fn eval_home_tools() -> Vec<ToolDefinition> {
-    let sets: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/eval/tool_sets.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    serde_json::from_value(sets["home"].clone()).unwrap()
+    serde_json::from_value(sets[set].clone()).unwrap()
 }
 
 /// The forced call SmolLM2 writes for `prompt` with `tools` (greedy).
@@ -405,7 +393,7 @@ fn the_questions_words_steer_a_forced_call() {
     let _serial = serial();
     let model = smollm2();
     let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
-    let home = eval_home_tools();
+    let home = eval_tools("home");
     backend.set_argument_bias(ArgumentBias {
         toward_question: 2.0,
         against_tool_names: 5.0,
@@ -426,7 +414,7 @@ fn the_questions_words_steer_a_forced_call() {
     let call = forced_call(
         &mut backend,
         "Remind me in 45 minutes with a timer.",
-        &eval_assistant_tools(),
+        &eval_tools("assistant"),
     );
     assert_eq!(call.name, "set_timer", "{call:?}");
 }
@@ -445,7 +433,7 @@ fn auto_prose_replies_end_normally_and_loops_are_cut() {
     let model = smollm2();
     let config = greedy().context_size(4096);
     let mut backend = LlamaBackend::new(&model, &config).unwrap();
-    let tools = eval_assistant_tools();
+    let tools = eval_tools("assistant");
     for prompt in [
         "Can you help me write a birthday card message?",
         "Write a short poem about autumn.",
