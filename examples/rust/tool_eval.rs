@@ -198,7 +198,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // ZOO_EVAL_WORDS=5,1 adds 5 to a tool's score for each of the
     // question's words its name holds, 1 for one only its description holds
-    // (off by default).
+    // (the default); ZOO_EVAL_WORDS=0 turns the prior off.
     if let Ok(weights) = std::env::var("ZOO_EVAL_WORDS") {
         let (name, description) = weights.split_once(',').unwrap_or((weights.as_str(), "0"));
         backend.set_word_match(WordMatch {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use zoo_core::backend::llama::{ArgumentBias, WordMatch};
+use zoo_core::backend::llama::{ArgumentBias, WordMatch, DEFAULT_WORD_MATCH};
 use zoo_core::backend::{CacheHint, FinishReason, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -380,10 +380,10 @@ fn forced_call(backend: &mut LlamaBackend, prompt: &str, tools: &[ToolDefinition
     }
 }
 
-/// The question's words steer a forced call when asked to (both are off
-/// by default): with `ArgumentBias` values are pulled toward the question
-/// without looping on it, and with `WordMatch` the tool its words name wins
-/// over the one the model alone prefers. On the eval's tune split SmolLM2 alone
+/// The question's words steer a forced call: with `ArgumentBias` (off by
+/// default) values are pulled toward the question without looping on it,
+/// and with `WordMatch` (on by default) the tool its words name wins over
+/// the one the model alone prefers. On the eval's tune split SmolLM2 alone
 /// called `lights_on` for "Lights off in the office" and `get_weather` for
 /// a timer; with a pull that stayed on after use it wrote
 /// `door_lock_door_door_...` to the grammar's bound for "Please lock the
@@ -403,12 +403,10 @@ fn the_questions_words_steer_a_forced_call() {
     let door = call.arguments["door"].as_str().unwrap_or_default();
     assert!(door.len() <= 20, "the value loops: {door:?}");
     // The model alone: the wrong tool, as the eval measured.
+    backend.set_word_match(WordMatch::OFF);
     let call = forced_call(&mut backend, "Lights off in the office.", &home);
     assert_eq!(call.name, "lights_on", "{call:?}");
-    backend.set_word_match(WordMatch {
-        name: 5.0,
-        description: 1.0,
-    });
+    backend.set_word_match(DEFAULT_WORD_MATCH);
     let call = forced_call(&mut backend, "Lights off in the office.", &home);
     assert_eq!(call.name, "lights_off", "{call:?}");
     let call = forced_call(
@@ -417,6 +415,27 @@ fn the_questions_words_steer_a_forced_call() {
         &eval_tools("assistant"),
     );
     assert_eq!(call.name, "set_timer", "{call:?}");
+}
+
+/// A call that loops is steered out of it. On the eval's report split
+/// SmolLM2 filled `send_text`'s message with "I'm running late." over and
+/// over, and a poem request forced into `encyclopedia` with `a-d-d-d-...`,
+/// each to the grammar's bound of 512 characters; the call's own guard
+/// trips after 32 tokens of one cycle and ends the string there.
+#[test]
+fn a_call_that_loops_is_steered_out_of_it() {
+    let _serial = serial();
+    let model = smollm2();
+    let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
+    for (prompt, set) in [
+        ("Text John that I'm running late.", "home"),
+        ("Write a short poem about autumn.", "assistant"),
+    ] {
+        let call = forced_call(&mut backend, prompt, &eval_tools(set));
+        let values = call.arguments.as_object().unwrap().values();
+        let longest = values.filter_map(Value::as_str).map(str::len).max();
+        assert!(longest.unwrap_or(0) < 200, "{prompt}: {call:?}");
+    }
 }
 
 /// Prose replies under `auto` with the lazy call grammar armed end

@@ -168,6 +168,14 @@ impl ToolCallFormat {
         }
     }
 
+    /// What opens and closes a string value inside a call.
+    pub fn string_delimiter(self) -> &'static str {
+        match self {
+            ToolCallFormat::FunctionGemma => "<escape>",
+            _ => "\"",
+        }
+    }
+
     /// The text that opens a tool result where the format marks results
     /// in the conversation (what a small model may echo instead of
     /// answering after a result).

@@ -10,15 +10,18 @@
 //! letter or a digit are touched, so quotes, commas and brackets keep the
 //! model's own weights.
 //!
-//! A question's token is pulled toward until the call has used it once
-//! (the backend drops its pull then): a pull that stays makes values loop
-//! on it (`door_lock_door_door_...`) until the grammar's bound.
+//! Only the first call of a turn is pulled: after a tool result, values
+//! come from the results. A question's token is pulled toward until the
+//! call has used it once (the backend drops its pull then): a pull that
+//! stays makes values loop on it (`door_lock_door_door_...`) until the
+//! grammar's bound.
 
 use std::collections::HashSet;
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
+use super::word_match::is_stop_word;
 use crate::message::{Message, Role};
 use crate::tools::ToolDefinition;
 
@@ -46,22 +49,27 @@ impl ArgumentBias {
         self.toward_question == 0.0 && self.against_tool_names == 0.0
     }
 
-    /// The logit changes for a call to one of `tools` answering `messages`.
+    /// The logit changes for a call to one of `tools` answering `messages`:
+    /// none unless the user's message is the last one. Once tools have
+    /// answered in this turn, the next call's values come from what they
+    /// returned (the coding agent's `edit_file` needs an `old_text` it read
+    /// in a file, not the task's words).
     pub(super) fn logits(
         &self,
         model: &LlamaModel,
         messages: &[Message],
         tools: &[ToolDefinition],
     ) -> Vec<(LlamaToken, f32)> {
-        if self.is_off() {
-            return Vec::new();
-        }
-        let question = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .map_or("", |m| m.content.as_str());
-        let asked = word_tokens(model, question.split_whitespace());
+        let question = match messages.last() {
+            Some(m) if m.role == Role::User && !self.is_off() => m.content.as_str(),
+            _ => return Vec::new(),
+        };
+        // Only content words: `the` and `with` pulled into a value start
+        // prose there, which a small model then loops on.
+        let content = question
+            .split_whitespace()
+            .filter(|w| !is_stop_word(w.trim_matches(|c: char| !c.is_alphanumeric())));
+        let asked = word_tokens(model, content);
         let names = word_tokens(
             model,
             tools

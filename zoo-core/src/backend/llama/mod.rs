@@ -62,19 +62,23 @@ pub const MAX_CALL_TOKENS: u32 = 1024;
 /// How a call's argument values are pulled toward the user's words by
 /// default (see [`ArgumentBias`]): off. On the tool evaluation's tune split
 /// with SmolLM2 (BENCHMARKS.md), 2 toward the question and 5 away from
-/// tool names took the right arguments from 16 to 20 of 39 forced calls,
+/// tool names took the right arguments from 16 to 23 of 39 forced calls,
 /// but a free-text value that should not come from the question suffers:
-/// the coding agent example's `edit_file` got an `old_text` made of the
-/// task's words instead of the code, and never found it.
+/// the coding agent example's first call, `edit_file`, got the right path
+/// and then an `old_text` of prose, never found in the file, three times.
 pub const DEFAULT_ARGUMENT_BIAS: ArgumentBias = ArgumentBias::OFF;
 /// How the question's words weigh in a forced call's tool choice by
-/// default (see [`WordMatch`]): off. On the same split, 5 a name word and
-/// 1 a description word took the right tool from 28 to 32 of 39 (and 54
-/// to 66 of 81 on the report split), but a task that names several tools
-/// ("run the test, read calc.py, fix it with edit_file") then opens with
-/// the tool its words name most, not the step it asks first: the coding
-/// agent example on SmolLM2 called `edit_file` before running anything.
-pub const DEFAULT_WORD_MATCH: WordMatch = WordMatch::OFF;
+/// default (see [`WordMatch`]): 5 for a word of the tool's name, 1 for one
+/// only its description holds. On the tool evaluation with SmolLM2
+/// (BENCHMARKS.md) it took the right tool from 28 to 32 of 39 forced calls
+/// on the tune split and from 54 to 62 of 81 on the report split. It
+/// abstains when the words do not single out one tool (the coding agent's
+/// task names `read_file` and `edit_file` alike) and once tools have
+/// answered in the turn.
+pub const DEFAULT_WORD_MATCH: WordMatch = WordMatch {
+    name: 5.0,
+    description: 1.0,
+};
 
 /// What opens a reasoning block in the `<think>` format.
 const THINK_OPEN: &str = "<think>";
@@ -138,6 +142,9 @@ pub struct LlamaBackend<'m> {
     /// The tokens that can begin the result marker (see [`Self::echo_openings`]),
     /// worked out once per marker.
     echo_cache: Option<(&'static str, Vec<LlamaToken>)>,
+    /// The tokens that begin with the format's string delimiter (see
+    /// [`Self::string_closers`]), worked out once per delimiter.
+    closer_cache: Option<(&'static str, Vec<LlamaToken>)>,
     /// Whether a forced call's tool is chosen by the score of its whole name.
     score_tool_names: bool,
     /// How a call's argument values are pulled toward the question.
@@ -209,6 +216,7 @@ impl<'m> LlamaBackend<'m> {
             },
             grammar_cache: None,
             echo_cache: None,
+            closer_cache: None,
             score_tool_names: true,
             argument_bias: DEFAULT_ARGUMENT_BIAS,
             word_match: DEFAULT_WORD_MATCH,
@@ -546,13 +554,14 @@ impl<'m> LlamaBackend<'m> {
         tools: &'t [ToolDefinition],
     ) -> Result<Option<&'t ToolDefinition>> {
         let format = self.tool_call_format();
+        let bonuses = self.word_match.bonuses(messages, tools);
         let mut best: Option<(f32, &ToolDefinition)> = None;
-        for tool in tools {
+        for (tool, bonus) in tools.iter().zip(bonuses) {
             let opening = format.call_opening(&tool.name);
             let Some(logprob) = self.continuation_logprob(&opening)? else {
                 return Ok(None);
             };
-            let score = logprob + self.word_match.bonus(messages, tool);
+            let score = logprob + bonus;
             tracing::trace!(tool = %tool.name, logprob, score, "tool-name score");
             if !matches!(best, Some((top, _)) if top >= score) {
                 best = Some((score, tool));
@@ -718,6 +727,29 @@ impl<'m> LlamaBackend<'m> {
             self.echo_cache = Some((marker, tokens));
         }
         self.echo_cache.as_ref().map_or(&[], |(_, tokens)| tokens)
+    }
+
+    /// The tokens that begin with the call format's string delimiter (`"`,
+    /// `",`, `"}`; FunctionGemma's `<escape>`): what ends a string value
+    /// inside a call, where the grammar admits one.
+    fn string_closers(&mut self) -> Vec<LlamaToken> {
+        let delimiter = self.template.tool_call_format().string_delimiter();
+        if !matches!(&self.closer_cache, Some((cached, _)) if *cached == delimiter) {
+            let vocab = self.model.llama.vocab();
+            let mut piece = Vec::new();
+            let tokens = (0..vocab.n_tokens())
+                .map(LlamaToken)
+                .filter(|&token| {
+                    piece.clear();
+                    vocab.token_to_piece_into(token, &mut piece, true, None);
+                    piece.starts_with(delimiter.as_bytes())
+                })
+                .collect();
+            self.closer_cache = Some((delimiter, tokens));
+        }
+        self.closer_cache
+            .as_ref()
+            .map_or_else(Vec::new, |(_, tokens)| tokens.clone())
     }
 
     /// The grammar for up to `max_calls` calls to `tools`, cached by tool
@@ -929,11 +961,20 @@ impl LlamaBackend<'_> {
             true => calls_budget,
             false => request.max_tokens.unwrap_or(u32::MAX),
         };
+        // What steers a call out of a loop (see `sample_reply`); prose
+        // needs none.
+        let may_call =
+            constrained || !request.tools.is_empty() && *request.tool_choice != ToolChoice::None;
+        let string_closers = match may_call {
+            true => self.string_closers(),
+            false => Vec::new(),
+        };
         Ok(Some(ReplyPlan {
             sampler,
             constrained,
             denied_openings,
             argument_bias,
+            string_closers,
             calls_budget,
             limit,
         }))
@@ -955,12 +996,16 @@ impl LlamaBackend<'_> {
             constrained,
             denied_openings,
             mut argument_bias,
+            string_closers,
             calls_budget,
             mut limit,
         } = plan;
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut call_begun = constrained;
         let mut repetition = RepetitionGuard::default();
+        let mut call_loops = RepetitionGuard::for_calls();
+        // The bias that steers the next token out of a loop inside a call.
+        let mut loop_exit: Vec<(LlamaToken, f32)> = Vec::new();
         let format = self.template.tool_call_format();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
@@ -984,9 +1029,18 @@ impl LlamaBackend<'_> {
                 true => &denied_openings,
                 false => &[],
             };
-            let bias: &[(LlamaToken, f32)] = match call_begun {
-                true => &argument_bias,
-                false => &[],
+            let step_bias: Vec<(LlamaToken, f32)>;
+            let bias: &[(LlamaToken, f32)] = match (call_begun, loop_exit.is_empty()) {
+                (false, _) => &[],
+                (true, true) => &argument_bias,
+                (true, false) => {
+                    step_bias = argument_bias
+                        .iter()
+                        .copied()
+                        .chain(loop_exit.drain(..))
+                        .collect();
+                    &step_bias
+                }
             };
             let Some(token) = sample_checked(&self.ctx, &mut sampler, denied, bias) else {
                 // The lazy grammar refused the text around its trigger (a
@@ -1006,6 +1060,16 @@ impl LlamaBackend<'_> {
                 argument_bias.retain(|&(t, pull)| t != token || pull < 0.0);
             }
             // Calls are bounded by their grammar; prose only by this.
+            // A call must finish what its grammar began, so a loop inside
+            // it is steered out instead: away from the token that carries
+            // the loop on, toward the end of the string it fills.
+            if call_begun && call_loops.push(token.0) {
+                tracing::debug!(
+                    tokens = generation.completion_tokens,
+                    "a tool call repeats itself: steering out of the loop"
+                );
+                loop_exit = loop_exit_bias(call_loops.next_in_loop(), &string_closers);
+            }
             if !call_begun && repetition.push(token.0) {
                 tracing::debug!(
                     tokens = generation.completion_tokens,
@@ -1055,6 +1119,9 @@ struct ReplyPlan {
     denied_openings: Vec<LlamaToken>,
     /// Logit biases while a call is written (see `argument_bias`).
     argument_bias: Vec<(LlamaToken, f32)>,
+    /// The tokens that end a string inside a call (see
+    /// `LlamaBackend::string_closers`), pulled toward when a call loops.
+    string_closers: Vec<LlamaToken>,
     /// The tokens each admitted call may take.
     calls_budget: u32,
     /// The reply's token limit (raised once a call begins).
@@ -1092,6 +1159,22 @@ fn sample_checked(
     let token = candidates.selected_token()?;
     sampler.try_accept(token).ok()?;
     Some(token)
+}
+
+/// How far the token that carries a loop on is pushed away, in logits:
+/// finite, so it still comes where the grammar admits nothing else.
+const LOOP_EXIT_PUSH: f32 = 100.0;
+/// How far the tokens that end a string are pulled toward out of a loop:
+/// enough to beat the model's other continuations of the loop, which it
+/// ranks far above closing the value.
+const LOOP_EXIT_PULL: f32 = 15.0;
+
+/// The bias for the token after a loop inside a call: `next` (the token
+/// that would carry the loop on) pushed away, `closers` pulled toward.
+fn loop_exit_bias(next: Option<i32>, closers: &[LlamaToken]) -> Vec<(LlamaToken, f32)> {
+    let pull = closers.iter().map(|&token| (token, LOOP_EXIT_PULL));
+    pull.chain(next.map(|token| (LlamaToken(token), -LOOP_EXIT_PUSH)))
+        .collect()
 }
 
 /// Whether an `auto` reply has begun a call, which its lazy grammar now
