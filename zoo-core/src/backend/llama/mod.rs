@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
@@ -712,18 +713,11 @@ impl<'m> LlamaBackend<'m> {
             _ => return &[],
         };
         if !matches!(&self.echo_cache, Some((cached, _)) if *cached == marker) {
-            let vocab = self.model.llama.vocab();
-            let mut piece = Vec::new();
-            let tokens = (0..vocab.n_tokens())
-                .map(LlamaToken)
-                .filter(|&token| {
-                    piece.clear();
-                    vocab.token_to_piece_into(token, &mut piece, false, None);
-                    let text = String::from_utf8_lossy(&piece);
-                    let text = text.trim_start();
-                    !text.is_empty() && (marker.starts_with(text) || text.starts_with(marker))
-                })
-                .collect();
+            let tokens = vocab_tokens_where(&self.model.llama, false, |piece| {
+                let text = String::from_utf8_lossy(piece);
+                let text = text.trim_start();
+                !text.is_empty() && (marker.starts_with(text) || text.starts_with(marker))
+            });
             self.echo_cache = Some((marker, tokens));
         }
         self.echo_cache.as_ref().map_or(&[], |(_, tokens)| tokens)
@@ -735,16 +729,9 @@ impl<'m> LlamaBackend<'m> {
     fn string_closers(&mut self) -> Vec<LlamaToken> {
         let delimiter = self.template.tool_call_format().string_delimiter();
         if !matches!(&self.closer_cache, Some((cached, _)) if *cached == delimiter) {
-            let vocab = self.model.llama.vocab();
-            let mut piece = Vec::new();
-            let tokens = (0..vocab.n_tokens())
-                .map(LlamaToken)
-                .filter(|&token| {
-                    piece.clear();
-                    vocab.token_to_piece_into(token, &mut piece, true, None);
-                    piece.starts_with(delimiter.as_bytes())
-                })
-                .collect();
+            let tokens = vocab_tokens_where(&self.model.llama, true, |piece| {
+                piece.starts_with(delimiter.as_bytes())
+            });
             self.closer_cache = Some((delimiter, tokens));
         }
         self.closer_cache
@@ -1159,6 +1146,26 @@ fn sample_checked(
     let token = candidates.selected_token()?;
     sampler.try_accept(token).ok()?;
     Some(token)
+}
+
+/// The tokens of `model`'s vocabulary whose piece (special tokens written
+/// out when `special`) `keep` accepts: one pass over the vocabulary, for
+/// the token sets the backend works out once and caches.
+fn vocab_tokens_where(
+    model: &LlamaModel,
+    special: bool,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<LlamaToken> {
+    let vocab = model.vocab();
+    let mut piece = Vec::new();
+    (0..vocab.n_tokens())
+        .map(LlamaToken)
+        .filter(|&token| {
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, special, None);
+            keep(&piece)
+        })
+        .collect()
 }
 
 /// How far the token that carries a loop on is pushed away, in logits:
