@@ -30,7 +30,8 @@ use crate::tools::ToolDefinition;
 /// split (`examples/rust/tool_eval.rs`; BENCHMARKS.md).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ArgumentBias {
-    /// Added to the logit of each token of the user's last message.
+    /// Added to the logit of each token of the content words (not `the`,
+    /// `with`) of the user's message, when it is the last one.
     pub toward_question: f32,
     /// Subtracted from the logit of each token of a tool's name that the
     /// message does not contain.

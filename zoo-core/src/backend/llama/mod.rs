@@ -1046,7 +1046,6 @@ impl LlamaBackend<'_> {
             if call_begun {
                 argument_bias.retain(|&(t, pull)| t != token || pull < 0.0);
             }
-            // Calls are bounded by their grammar; prose only by this.
             // A call must finish what its grammar began, so a loop inside
             // it is steered out instead: away from the token that carries
             // the loop on, toward the end of the string it fills.
@@ -1057,6 +1056,7 @@ impl LlamaBackend<'_> {
                 );
                 loop_exit = loop_exit_bias(call_loops.next_in_loop(), &string_closers);
             }
+            // Prose is bounded only by this.
             if !call_begun && repetition.push(token.0) {
                 tracing::debug!(
                     tokens = generation.completion_tokens,
