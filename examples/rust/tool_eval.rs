@@ -8,6 +8,7 @@
 //! cargo run --release --example tool_eval                       # SmolLM2, report split
 //! cargo run --release --example tool_eval -- --split tune       # the cases thresholds are tuned on
 //! cargo run --release --example tool_eval -- --scores           # only the call-opening scores
+//! cargo run --release --example tool_eval -- --tool-scores      # each tool's scores, as JSON lines
 //! cargo run --release --example tool_eval -- --mode auto        # one mode only
 //! ZOO_MODEL=models/gemma-3-270m-q4_k_m.gguf cargo run --release --example tool_eval
 //! ```
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
-use zoo_core::backend::llama::{ArgumentBias, WordMatch};
+use zoo_core::backend::llama::{ArgumentBias, ChannelScore, WordMatch};
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -206,6 +207,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             description: description.parse()?,
         });
     }
+    // ZOO_EVAL_CHANNEL=1 adds the question's log-probability after each
+    // tool's text (the noisy channel) to the tool's score, times 1.
+    if let Ok(weight) = std::env::var("ZOO_EVAL_CHANNEL") {
+        backend.set_channel_score(ChannelScore {
+            weight: weight.parse()?,
+        });
+    }
     // ZOO_EVAL_THRESHOLD=-6.5 fixes auto's call-or-prose threshold instead
     // of the one calibrated on the model.
     if let Ok(threshold) = std::env::var("ZOO_EVAL_THRESHOLD") {
@@ -216,6 +224,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("model {path}, {} cases (split {split})", selected.len());
     if scores_only {
         return print_scores(&mut backend, &system, &sets, &selected);
+    }
+    if args.iter().any(|a| a == "--tool-scores") {
+        return print_tool_scores(&mut backend, &system, &sets, &selected);
     }
     for choice in [ToolChoice::Required, ToolChoice::Auto] {
         if mode.as_deref().is_some_and(|m| m != choice.as_str()) {
@@ -311,6 +322,55 @@ fn print_scores(
     none.sort_by(f32::total_cmp);
     println!("call-opening log-probability, prompts needing a tool: {need:.2?}");
     println!("call-opening log-probability, prompts needing none:   {none:.2?}");
+    Ok(())
+}
+
+/// Per case that needs a tool, one JSON line with each tool's three
+/// scores (the whole name's log-probability, the word prior, the channel's
+/// log-probability of the question), for weighing them against each other
+/// without generating.
+fn print_tool_scores(
+    backend: &mut LlamaBackend,
+    system: &Message,
+    sets: &BTreeMap<String, Vec<ToolDefinition>>,
+    cases: &[&Case],
+) -> Result<(), Box<dyn std::error::Error>> {
+    for case in cases.iter().filter(|c| c.tool.is_some()) {
+        let tools = &sets[&case.set];
+        let messages = vec![system.clone(), Message::user(&case.prompt)];
+        let request = GenerateRequest {
+            messages: &messages,
+            tools,
+            tool_choice: &ToolChoice::Required,
+            max_tokens: None,
+            max_calls: 1,
+            stop: &[],
+            cache_hint: CacheHint::default(),
+            deadline: None,
+        };
+        let format = backend.tool_call_format();
+        let openings: Vec<String> = tools.iter().map(|t| format.call_opening(&t.name)).collect();
+        let refs: Vec<&str> = openings.iter().map(String::as_str).collect();
+        let names = backend.reply_logprobs(&request, &refs)?;
+        let words = zoo_core::backend::llama::DEFAULT_WORD_MATCH.bonuses(&messages, tools);
+        let channel = backend.channel_logprobs(&messages, tools)?;
+        let per_tool = |scores: &[f32]| -> BTreeMap<&str, f32> {
+            tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .zip(scores.iter().copied())
+                .collect()
+        };
+        let line = serde_json::json!({
+            "split": case.split,
+            "prompt": case.prompt,
+            "want": case.tool,
+            "name": per_tool(&names),
+            "words": per_tool(&words),
+            "channel": per_tool(&channel),
+        });
+        println!("{line}");
+    }
     Ok(())
 }
 

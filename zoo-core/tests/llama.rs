@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use zoo_core::backend::llama::{ArgumentBias, WordMatch, DEFAULT_WORD_MATCH};
+use zoo_core::backend::llama::{
+    ArgumentBias, ChannelScore, WordMatch, DEFAULT_CHANNEL_SCORE, DEFAULT_WORD_MATCH,
+};
 use zoo_core::backend::{CacheHint, FinishReason, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -404,9 +406,11 @@ fn the_questions_words_steer_a_forced_call() {
     assert!(door.len() <= 20, "the value loops: {door:?}");
     // The model alone: the wrong tool, as the eval measured.
     backend.set_word_match(WordMatch::OFF);
+    backend.set_channel_score(ChannelScore::OFF);
     let call = forced_call(&mut backend, "Lights off in the office.", &home);
     assert_eq!(call.name, "lights_on", "{call:?}");
     backend.set_word_match(DEFAULT_WORD_MATCH);
+    backend.set_channel_score(DEFAULT_CHANNEL_SCORE);
     let call = forced_call(&mut backend, "Lights off in the office.", &home);
     assert_eq!(call.name, "lights_off", "{call:?}");
     let call = forced_call(
@@ -415,6 +419,49 @@ fn the_questions_words_steer_a_forced_call() {
         &eval_tools("assistant"),
     );
     assert_eq!(call.name, "set_timer", "{call:?}");
+}
+
+/// A forced call names the tool whose text makes the question most likely
+/// (the noisy channel, `ChannelScore`). On the eval's report split the
+/// whole-name score with the word prior called `calculate` for these three
+/// (margins of 0.2 to 2.2 nats) and `unlock_door` for "Phone Dr. Patel.";
+/// the channel score ranks the right tool first by 2.7 to 4.3 nats, and
+/// with it the calls are right.
+#[test]
+fn a_forced_call_names_the_tool_that_explains_the_question() {
+    let _serial = serial();
+    let model = smollm2();
+    let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
+    for (prompt, set, tool) in [
+        (
+            "When was the Eiffel Tower built?",
+            "assistant",
+            "encyclopedia",
+        ),
+        (
+            "I have 18 AUD. How many NZD is that?",
+            "assistant",
+            "convert_currency",
+        ),
+        (
+            "My book costs 9.99 EUR. What is that in GBP?",
+            "assistant",
+            "convert_currency",
+        ),
+        ("Phone Dr. Patel.", "home", "call_contact"),
+    ] {
+        let tools = eval_tools(set);
+        let messages = [Message::user(prompt)];
+        let channel = backend.channel_logprobs(&messages, &tools).unwrap();
+        let (best, _) = tools
+            .iter()
+            .zip(&channel)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap();
+        assert_eq!(best.name, tool, "{prompt}: channel {channel:?}");
+        let call = forced_call(&mut backend, prompt, &tools);
+        assert_eq!(call.name, tool, "{prompt}: {call:?}");
+    }
 }
 
 /// A call that loops is steered out of it. On the eval's report split

@@ -108,6 +108,11 @@ impl ThreadPlanner {
         }
     }
 
+    /// The counts in use.
+    pub fn current(&self) -> ThreadCounts {
+        self.current
+    }
+
     /// New counts when they should change now, `None` to keep the current
     /// ones. Cheap when called at every token: it reads the load at most
     /// every [`RECHECK_EVERY`].
