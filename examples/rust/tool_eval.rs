@@ -325,17 +325,24 @@ fn print_scores(
     Ok(())
 }
 
-/// Per case that needs a tool, one JSON line with each tool's three
-/// scores (the whole name's log-probability, the word prior, the channel's
-/// log-probability of the question), for weighing them against each other
-/// without generating.
+/// Per case, one JSON line with each tool's three scores (the whole name's
+/// log-probability, the word prior, the channel's log-probability of the
+/// question), the channel's score of a text for answering in words, and
+/// the call-opening score `auto` decides on, for weighing them against
+/// each other without generating.
 fn print_tool_scores(
     backend: &mut LlamaBackend,
     system: &Message,
     sets: &BTreeMap<String, Vec<ToolDefinition>>,
     cases: &[&Case],
 ) -> Result<(), Box<dyn std::error::Error>> {
-    for case in cases.iter().filter(|c| c.tool.is_some()) {
+    // What "no tool" scores in the channel: a text for answering in words.
+    let none = ToolDefinition {
+        name: "none".into(),
+        description: "No function: answer in words".into(),
+        parameters: serde_json::json!({"type": "object"}),
+    };
+    for case in cases {
         let tools = &sets[&case.set];
         let messages = vec![system.clone(), Message::user(&case.prompt)];
         let request = GenerateRequest {
@@ -353,7 +360,13 @@ fn print_tool_scores(
         let refs: Vec<&str> = openings.iter().map(String::as_str).collect();
         let names = backend.reply_logprobs(&request, &refs)?;
         let words = zoo_core::backend::llama::DEFAULT_WORD_MATCH.bonuses(&messages, tools);
-        let channel = backend.channel_logprobs(&messages, tools)?;
+        let mut candidates = tools.clone();
+        candidates.push(none.clone());
+        let channel = backend.channel_logprobs(&messages, &candidates)?;
+        let trigger = backend.call_opening_logprob(&GenerateRequest {
+            tool_choice: &ToolChoice::Auto,
+            ..request
+        })?;
         let per_tool = |scores: &[f32]| -> BTreeMap<&str, f32> {
             tools
                 .iter()
@@ -368,6 +381,8 @@ fn print_tool_scores(
             "name": per_tool(&names),
             "words": per_tool(&words),
             "channel": per_tool(&channel),
+            "channel_none": channel[tools.len()],
+            "trigger": trigger,
         });
         println!("{line}");
     }
