@@ -266,16 +266,7 @@ fn print_scores(
     let (mut need, mut none) = (Vec::new(), Vec::new());
     for case in cases {
         let messages = vec![system.clone(), Message::user(&case.prompt)];
-        let request = GenerateRequest {
-            messages: &messages,
-            tools: &sets[&case.set],
-            tool_choice: &ToolChoice::Auto,
-            max_tokens: None,
-            max_calls: 1,
-            stop: &[],
-            cache_hint: CacheHint::default(),
-            deadline: None,
-        };
+        let request = request(&messages, &sets[&case.set], &ToolChoice::Auto, None);
         let score = backend.call_opening_logprob(&request)?;
         match case.tool {
             Some(_) => need.push(score),
@@ -345,16 +336,7 @@ fn print_tool_scores(
     for case in cases {
         let tools = &sets[&case.set];
         let messages = vec![system.clone(), Message::user(&case.prompt)];
-        let request = GenerateRequest {
-            messages: &messages,
-            tools,
-            tool_choice: &ToolChoice::Required,
-            max_tokens: None,
-            max_calls: 1,
-            stop: &[],
-            cache_hint: CacheHint::default(),
-            deadline: None,
-        };
+        let request = request(&messages, tools, &ToolChoice::Required, None);
         let format = backend.tool_call_format();
         let openings: Vec<String> = tools.iter().map(|t| format.call_opening(&t.name)).collect();
         let refs: Vec<&str> = openings.iter().map(String::as_str).collect();
@@ -397,16 +379,26 @@ fn generate(
     choice: &ToolChoice,
 ) -> Result<parser::ParsedReply, zoo_core::Error> {
     let messages = vec![system.clone(), Message::user(prompt)];
-    let request = GenerateRequest {
-        messages: &messages,
+    let request = request(&messages, tools, choice, Some(96));
+    let generation = backend.generate(&request, &mut |_| {}, &CancelToken::new())?;
+    Ok(parser::parse(&generation.text))
+}
+
+/// A one-call reply to `messages`, as every case asks it.
+fn request<'a>(
+    messages: &'a [Message],
+    tools: &'a [ToolDefinition],
+    tool_choice: &'a ToolChoice,
+    max_tokens: Option<u32>,
+) -> GenerateRequest<'a> {
+    GenerateRequest {
+        messages,
         tools,
-        tool_choice: choice,
-        max_tokens: Some(96),
+        tool_choice,
+        max_tokens,
         max_calls: 1,
         stop: &[],
         cache_hint: CacheHint::default(),
         deadline: None,
-    };
-    let generation = backend.generate(&request, &mut |_| {}, &CancelToken::new())?;
-    Ok(parser::parse(&generation.text))
+    }
 }
