@@ -102,24 +102,38 @@ impl<'m> ChannelScorer<'m> {
         if asked.is_empty() || asked.len() > MAX_QUESTION_TOKENS {
             return Ok(Some(none));
         }
-        let ctx = context(&mut self.ctx, model, threads())?;
+        // The score is an aid: without room for its context the choice
+        // goes on without it rather than failing the chat.
+        let ctx = match context(&mut self.ctx, model, threads()) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                tracing::warn!("tool choice without the channel score: {e}");
+                return Ok(Some(none));
+            }
+        };
         ctx.set_abort_flag(Some(Arc::clone(abort)));
         let mut bonuses = Vec::with_capacity(tools.len());
+        let mut scored = Ok(Some(()));
         for tool in tools {
             // A pass over many tools lasts long enough for the load to change.
             let (n_threads, n_threads_batch) = threads();
             ctx.set_n_threads(n_threads, n_threads_batch);
             let mut prompt = vocab.tokenize(tool_text(tool).as_bytes(), true, false);
             prompt.truncate(WINDOW - asked.len());
-            let Some(logprob) = question_logprob(ctx, &mut self.batch, &prompt, &asked)? else {
-                ctx.set_abort_flag(None);
-                return Ok(None);
-            };
-            tracing::trace!(tool = %tool.name, logprob, "channel score");
-            bonuses.push(setting.weight * logprob);
+            match question_logprob(ctx, &mut self.batch, &prompt, &asked) {
+                Ok(Some(logprob)) => {
+                    tracing::trace!(tool = %tool.name, logprob, "channel score");
+                    bonuses.push(setting.weight * logprob);
+                }
+                other => {
+                    scored = other.map(|_| None);
+                    break;
+                }
+            }
         }
+        // Whatever ended the pass, the next one sets its own flag.
         ctx.set_abort_flag(None);
-        Ok(Some(bonuses))
+        Ok(scored?.map(|()| bonuses))
     }
 }
 
