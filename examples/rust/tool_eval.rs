@@ -10,6 +10,7 @@
 //! cargo run --release --example tool_eval -- --scores           # only the call-opening scores
 //! cargo run --release --example tool_eval -- --tool-scores      # each tool's scores, as JSON lines
 //! cargo run --release --example tool_eval -- --mode auto        # one mode only
+//! cargo run --release --example tool_eval -- --only eggs        # the cases whose prompt holds "eggs"
 //! ZOO_MODEL=models/gemma-3-270m-q4_k_m.gguf cargo run --release --example tool_eval
 //! ```
 //!
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
-use zoo_core::backend::llama::{ArgumentBias, ChannelScore, WordMatch};
+use zoo_core::backend::llama::{ArgumentBias, ChannelScore, ValueCopy, WordMatch};
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -150,6 +151,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|i| args.get(i + 1))
         .cloned()
         .unwrap_or_else(|| "report".into());
+    // --only <text>: the cases whose prompt holds it, to look at a few.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let path = std::env::var("ZOO_MODEL")
         .unwrap_or_else(|_| format!("{root}/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
@@ -163,6 +170,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .cases
         .iter()
         .filter(|c| split == "all" || c.split == split)
+        .filter(|c| {
+            only.as_ref()
+                .is_none_or(|only| c.prompt.contains(only.as_str()))
+        })
         .collect();
 
     let mode = args
@@ -212,6 +223,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(weight) = std::env::var("ZOO_EVAL_CHANNEL") {
         backend.set_channel_score(ChannelScore {
             weight: weight.parse()?,
+        });
+    }
+    // ZOO_EVAL_COPY=3 writes a span of the question as a value when it
+    // scores within 3 nats of the model's own value; `off` turns it off.
+    if let Ok(margin) = std::env::var("ZOO_EVAL_COPY") {
+        backend.set_value_copy(match margin.as_str() {
+            "off" => ValueCopy::OFF,
+            margin => ValueCopy {
+                margin: margin.parse()?,
+            },
         });
     }
     // ZOO_EVAL_THRESHOLD=-6.5 fixes auto's call-or-prose threshold instead

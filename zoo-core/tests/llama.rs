@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use zoo_core::backend::llama::{
-    ArgumentBias, ChannelScore, WordMatch, DEFAULT_CHANNEL_SCORE, DEFAULT_WORD_MATCH,
+    ArgumentBias, ChannelScore, ValueCopy, WordMatch, DEFAULT_CHANNEL_SCORE, DEFAULT_WORD_MATCH,
 };
 use zoo_core::backend::{CacheHint, FinishReason, GenerateRequest};
 use zoo_core::tools::parser;
@@ -462,6 +462,64 @@ fn a_forced_call_names_the_tool_that_explains_the_question() {
         let call = forced_call(&mut backend, prompt, &tools);
         assert_eq!(call.name, tool, "{prompt}: {call:?}");
     }
+}
+
+/// A call's values copied whole from the question (`ValueCopy`, margin
+/// 4). On the eval's tune split SmolLM2 named the contact
+/// `phone_contact_to_contact_list_...`, chose `add` for "Multiply", and
+/// left the 12 of "Put 12 eggs" and the 4 of "Book 4 nights" out of the
+/// call; with the copy each is the question's own.
+#[test]
+fn values_are_copied_whole_from_the_question() {
+    let _serial = serial();
+    let model = smollm2();
+    let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
+    backend.set_value_copy(ValueCopy { margin: 4.0 });
+    for (prompt, set, tool, arguments) in [
+        (
+            "Phone Dr. Patel.",
+            "home",
+            "call_contact",
+            json!({"name": "Dr. Patel"}),
+        ),
+        (
+            "Multiply 12.5 by 4.",
+            "assistant",
+            "calculate",
+            json!({"a": 12.5, "b": 4, "op": "multiply"}),
+        ),
+        (
+            "Put 12 eggs on my shopping list.",
+            "home",
+            "add_to_shopping_list",
+            json!({"item": "eggs", "quantity": 12}),
+        ),
+        (
+            "Book 4 nights at the Park Hyatt.",
+            "travel",
+            "book_hotel",
+            json!({"hotel": "Park Hyatt", "nights": 4}),
+        ),
+    ] {
+        let call = forced_call(&mut backend, prompt, &eval_tools(set));
+        assert_eq!(call.name, tool, "{prompt}: {call:?}");
+        for (key, want) in arguments.as_object().unwrap() {
+            let got = &call.arguments[key];
+            let same = match (got.as_f64(), want.as_f64()) {
+                (Some(got), Some(want)) => got == want,
+                _ => got == want,
+            };
+            assert!(same, "{prompt}: {key} is {got}, not {want}: {call:?}");
+        }
+    }
+    // Off, the model writes its own values: copying is what made them.
+    backend.set_value_copy(ValueCopy::OFF);
+    let call = forced_call(
+        &mut backend,
+        "Put 12 eggs on my shopping list.",
+        &eval_tools("home"),
+    );
+    assert_ne!(call.arguments.get("quantity"), Some(&json!(12)), "{call:?}");
 }
 
 /// A call that loops is steered out of it. On the eval's report split

@@ -17,8 +17,10 @@ mod repetition;
 mod snapshot;
 mod text;
 mod threads;
+mod value_copy;
 mod word_match;
 
+use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
@@ -34,6 +36,7 @@ pub use argument_bias::ArgumentBias;
 pub use channel::{ChannelScore, MAX_QUESTION_TOKENS};
 pub use cpu_backend::{backend_info, BACKENDS_FOLDER};
 pub use model::{Model, ModelParams, ModelSummary};
+pub use value_copy::ValueCopy;
 pub use word_match::WordMatch;
 
 use self::channel::ChannelScorer;
@@ -92,6 +95,9 @@ pub const DEFAULT_WORD_MATCH: WordMatch = WordMatch {
 /// (where the weight was chosen) and from 61 to 71 of 80 scored on the
 /// report split, and turned no right choice wrong on either.
 pub const DEFAULT_CHANNEL_SCORE: ChannelScore = ChannelScore { weight: 1.0 };
+/// Whether a call's values are copied whole from the question by default
+/// (see [`ValueCopy`]): off until measured.
+pub const DEFAULT_VALUE_COPY: ValueCopy = ValueCopy::OFF;
 
 /// What opens a reasoning block in the `<think>` format.
 const THINK_OPEN: &str = "<think>";
@@ -158,12 +164,16 @@ pub struct LlamaBackend<'m> {
     /// The tokens that begin with the format's string delimiter (see
     /// [`Self::string_closers`]), worked out once per delimiter.
     closer_cache: Option<(&'static str, Vec<LlamaToken>)>,
+    /// The tokens that can end a number inside a call, worked out once.
+    number_closer_cache: Vec<LlamaToken>,
     /// Whether a forced call's tool is chosen by the score of its whole name.
     score_tool_names: bool,
     /// How a call's argument values are pulled toward the question.
     argument_bias: ArgumentBias,
     /// How the question's words weigh in the choice of a forced call's tool.
     word_match: WordMatch,
+    /// When a value is copied whole from the question.
+    value_copy: ValueCopy,
     /// How the question's probability after each tool's text weighs in it.
     channel: ChannelScore,
     /// The context that scores it, apart from the conversation's.
@@ -234,9 +244,11 @@ impl<'m> LlamaBackend<'m> {
             grammar_cache: None,
             echo_cache: None,
             closer_cache: None,
+            number_closer_cache: Vec::new(),
             score_tool_names: true,
             argument_bias: DEFAULT_ARGUMENT_BIAS,
             word_match: DEFAULT_WORD_MATCH,
+            value_copy: DEFAULT_VALUE_COPY,
             channel: DEFAULT_CHANNEL_SCORE,
             channel_scorer: ChannelScorer::new(),
             fixed_threshold: None,
@@ -268,6 +280,13 @@ impl<'m> LlamaBackend<'m> {
     /// bias brings (`examples/rust/tool_eval.rs`).
     pub fn set_argument_bias(&mut self, bias: ArgumentBias) {
         self.argument_bias = bias;
+    }
+
+    /// Sets when a call's values are copied whole from the question
+    /// (default [`DEFAULT_VALUE_COPY`]); for measuring what copying brings
+    /// (`examples/rust/tool_eval.rs`).
+    pub fn set_value_copy(&mut self, copy: ValueCopy) {
+        self.value_copy = copy;
     }
 
     /// Sets how the question's words weigh in a forced call's tool choice
@@ -1054,6 +1073,8 @@ impl LlamaBackend<'_> {
         let mut call_loops = RepetitionGuard::for_calls();
         // The bias that steers the next token out of a loop inside a call.
         let mut loop_exit: Vec<(LlamaToken, f32)> = Vec::new();
+        // The rest of a value copied from the question, written next.
+        let mut copying: VecDeque<LlamaToken> = VecDeque::new();
         let format = self.template.tool_call_format();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
@@ -1079,6 +1100,10 @@ impl LlamaBackend<'_> {
             };
             let step_bias: Vec<(LlamaToken, f32)>;
             let bias: &[(LlamaToken, f32)] = match (call_begun, loop_exit.is_empty()) {
+                _ if !copying.is_empty() => {
+                    step_bias = vec![(copying[0], value_copy::WRITE_BIAS)];
+                    &step_bias
+                }
                 (false, _) => &[],
                 (true, true) => &argument_bias,
                 (true, false) => {
@@ -1100,6 +1125,11 @@ impl LlamaBackend<'_> {
             };
             if vocab.is_eog(token) {
                 break FinishReason::Stop;
+            }
+            // The grammar refused the copy's next token: the model goes on
+            // from what was written.
+            if copying.pop_front().is_some_and(|copied| copied != token) {
+                copying.clear();
             }
             // Each of the question's tokens is pulled toward once: pulled
             // on after use, a value loops on it ("door_lock_door_door_...")
@@ -1143,6 +1173,10 @@ impl LlamaBackend<'_> {
             }
             if !self.decode(&[token], true)? {
                 break FinishReason::Cancelled;
+            }
+            if call_begun && copying.is_empty() {
+                let copy = self.copied_value(request.messages, request.tools, &generation.text)?;
+                copying.extend(copy.into_iter().flatten());
             }
         };
         if finish != FinishReason::Cancelled {
@@ -1265,7 +1299,6 @@ fn lazy_call_begun(request: &GenerateRequest<'_>, text: &str, format: ToolCallFo
     text[start..].contains(trigger)
 }
 
-/// `log softmax(logits)[token]`.
 /// The thread counts for the next decode, following the free cores (see
 /// [`ThreadPlanner`]): `ctx`, the conversation's context, takes them at
 /// once; the tool-scoring context takes what this returns.
@@ -1276,6 +1309,7 @@ fn follow_load(threads: &mut ThreadPlanner, ctx: &mut LlamaContext<'_>) -> threa
     threads.current()
 }
 
+/// `log softmax(logits)[token]`.
 fn log_softmax_at(logits: &[f32], token: LlamaToken) -> f32 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();

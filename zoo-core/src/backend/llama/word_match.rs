@@ -100,7 +100,7 @@ pub(super) fn is_stop_word(word: &str) -> bool {
 }
 
 /// The lowercase words of `text` (`lights_off` is `lights`, `off`).
-fn words(text: &str) -> Vec<String> {
+pub(super) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .map(|w| w.trim_matches('\'').to_lowercase())
         .filter(|w| !w.is_empty())
@@ -108,7 +108,7 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// Equal, or one a prefix of the other and that prefix four letters or more.
-fn same_word(a: &str, b: &str) -> bool {
+pub(super) fn same_word(a: &str, b: &str) -> bool {
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     short == long || (short.chars().count() >= 4 && long.starts_with(short))
 }

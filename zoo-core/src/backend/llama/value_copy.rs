@@ -1,0 +1,786 @@
+//! Argument values copied whole from the question.
+//!
+//! A small model fills a call's values with plausible text that is not the
+//! user's: `USD` where the question says `GBP`, `19` and `45` swapped,
+//! `living_room` for "living room". Pulling single tokens toward the
+//! question ([`super::ArgumentBias`]) cannot make a whole value: SmolLM2
+//! writes `45` as `4`, `5`, and a pull on `4` and `5` wrote `5`. Here, where
+//! a call's string or number value begins, each span of the user's message
+//! is scored as the whole value (its tokens, then the value's end) and so
+//! is the value the model would write itself, read ahead greedily; a span
+//! within [`ValueCopy::margin`] nats of the model's own is written instead.
+//!
+//! The model still says which span: the scores compare what it means with
+//! what the user wrote. A long value of the model's own (file content, a
+//! command it composes) is free text no span should replace, and is left
+//! alone, as are enums (the grammar holds their choice), values after a tool
+//! result (they come from the result) and questions longer than
+//! [`MAX_QUESTION_WORDS`].
+
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::DecodeError;
+use serde_json::Value;
+
+use super::word_match::{is_stop_word, same_word, words};
+use super::{log_softmax_at, vocab_tokens_where, LlamaBackend};
+use crate::error::{Error, Result};
+use crate::message::{Message, Role};
+use crate::tools::{CallSyntax, ToolDefinition};
+
+/// How far a span of the question may score below the model's own value
+/// and still be written instead of it, in nats.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ValueCopy {
+    /// A span is written when its score is at least the model's own value's
+    /// minus this. Negative infinity: never ([`ValueCopy::OFF`]).
+    pub margin: f32,
+}
+
+impl ValueCopy {
+    /// No copying: the model writes every value itself.
+    pub const OFF: ValueCopy = ValueCopy {
+        margin: f32::NEG_INFINITY,
+    };
+
+    /// Whether no span can ever be written.
+    pub fn is_off(&self) -> bool {
+        self.margin == f32::NEG_INFINITY
+    }
+}
+
+/// The longest question whose spans are scored, in words: each value costs
+/// one short decode per span, and spans grow with the square of the words.
+pub const MAX_QUESTION_WORDS: usize = 64;
+/// The most words one span holds.
+const MAX_SPAN_WORDS: usize = 6;
+/// The longest value of the model's own, in tokens, that a span may
+/// replace: past it, the model is writing free text.
+const MAX_OWN_TOKENS: usize = 12;
+/// The logit bias that makes the sampler write a chosen span's next token
+/// (the grammar can still refuse it; the copy then stops there).
+pub(super) const WRITE_BIAS: f32 = 1000.0;
+
+/// What kind of value begins where a call's text ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ValueKind {
+    /// A free string (no enum), its opening quote written.
+    Text,
+    /// A JSON number.
+    Number,
+    /// A JSON integer.
+    Integer,
+    /// One of these strings (an enum), its opening quote written.
+    Choice(Vec<String>),
+}
+
+/// The user's message when a call's values may be copied from it: the last
+/// message is the user's (no tool has answered in this turn) and it is
+/// short enough to score.
+pub(super) fn question(messages: &[Message]) -> Option<&str> {
+    match messages.last() {
+        Some(m) if m.role == Role::User => {
+            Some(m.content.as_str()).filter(|q| q.split_whitespace().count() <= MAX_QUESTION_WORDS)
+        }
+        _ => None,
+    }
+}
+
+/// Where a reply that has begun a call stands in the call's arguments.
+pub(super) struct OpenCall<'t, 'a> {
+    /// The tool called.
+    tool: &'t ToolDefinition,
+    /// The text after its name.
+    args: &'a str,
+    /// Whether the text ends inside a string.
+    in_string: bool,
+}
+
+/// The call `text` (a reply that has begun one) is inside the arguments
+/// of, at their top level. `None` inside a nested value, once the call has
+/// closed (a second call's `"name": "` is no argument of the first), and in
+/// the syntaxes other than JSON and Python.
+pub(super) fn open_arguments<'t, 'a>(
+    text: &'a str,
+    syntax: CallSyntax,
+    tools: &'t [ToolDefinition],
+) -> Option<OpenCall<'t, 'a>> {
+    let opened = match syntax {
+        CallSyntax::Json => 0,
+        CallSyntax::Python => 1,
+        CallSyntax::FunctionGemma | CallSyntax::Harmony => return None,
+    };
+    let (tool, args) = last_named_tool(text, syntax, tools)?;
+    let (depth, in_string) = scan(args, opened);
+    (depth == 1).then_some(OpenCall {
+        tool,
+        args,
+        in_string,
+    })
+}
+
+/// Whether the arguments `args` of `tool` end where a value of a kind the
+/// question may hold begins, and which kind: a quoted string or a number.
+pub(super) fn value_site(
+    args: &str,
+    syntax: CallSyntax,
+    tool: &ToolDefinition,
+) -> Option<ValueKind> {
+    let (rest, quoted) = match args.strip_suffix('"') {
+        Some(rest) => (rest, true),
+        None => (args.trim_end(), false),
+    };
+    let rest = rest.trim_end().strip_suffix(assign(syntax))?.trim_end();
+    let key = match syntax {
+        CallSyntax::Json => {
+            let rest = rest.strip_suffix('"')?;
+            &rest[rest.rfind('"')? + 1..]
+        }
+        _ => {
+            let start = rest
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            let before = rest[..start].trim_end();
+            if !(before.is_empty() || before.ends_with(',')) {
+                return None;
+            }
+            &rest[start..]
+        }
+    };
+    let schema = tool.parameters.get("properties")?.get(key)?;
+    kind_of(schema, quoted)
+}
+
+/// What joins a key to its value.
+fn assign(syntax: CallSyntax) -> char {
+    match syntax {
+        CallSyntax::Python => '=',
+        _ => ':',
+    }
+}
+
+/// The kind of value `schema` asks for, where the question may hold it.
+fn kind_of(schema: &Value, quoted: bool) -> Option<ValueKind> {
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        let options: Option<Vec<String>> = options
+            .iter()
+            .map(|o| o.as_str().map(str::to_string))
+            .collect();
+        return options.filter(|_| quoted).map(ValueKind::Choice);
+    }
+    match (schema.get("type")?.as_str()?, quoted) {
+        ("string", true) => Some(ValueKind::Text),
+        ("number", false) => Some(ValueKind::Number),
+        ("integer", false) => Some(ValueKind::Integer),
+        _ => None,
+    }
+}
+
+/// The one option of an enum the question names (a word of it, any case),
+/// if exactly one: "Multiply 12.5 by 4" names `multiply` of `add`,
+/// `subtract`, `multiply`, `divide`.
+fn named_option<'o>(question: &str, options: &'o [String]) -> Option<&'o str> {
+    let asked = words(question);
+    let mut named = options.iter().filter(|option| {
+        let option = words(option);
+        !option.is_empty() && option.iter().all(|o| asked.iter().any(|a| same_word(a, o)))
+    });
+    match (named.next(), named.next()) {
+        (Some(one), None) => Some(one.as_str()),
+        _ => None,
+    }
+}
+
+/// The texts that would write a figure of the question no value holds yet
+/// into a number parameter of `tool` not yet written (`, "quantity": 12`),
+/// for arguments `args` about to close. Small models close the arguments
+/// after the required ones: "Put 12 eggs on my shopping list" became
+/// `{"item": "eggs"}`. A figure the user wrote is meant for the call.
+/// `close` is what must come first: the closing quote when the arguments
+/// close right after a string (SmolLM2 ends `"eggs` with one `"}` token).
+fn left_out_figures(
+    question: &str,
+    args: &str,
+    close: &str,
+    syntax: CallSyntax,
+    tool: &ToolDefinition,
+) -> Vec<String> {
+    let used = figures(args, false);
+    let unused: Vec<String> = figures(question, false)
+        .into_iter()
+        .filter(|f| !used.iter().any(|u| same_figure(u, f)))
+        .collect();
+    let Some(properties) = tool.parameters.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let opens = args.trim_end().ends_with(['{', '(']);
+    let mut out = Vec::new();
+    for (key, schema) in properties {
+        let whole_only = match kind_of(schema, false) {
+            Some(ValueKind::Number) => false,
+            Some(ValueKind::Integer) => true,
+            _ => continue,
+        };
+        if written(args, key, syntax) {
+            continue;
+        }
+        for figure in unused.iter().filter(|f| !(whole_only && f.contains('.'))) {
+            let comma = if opens { "" } else { ", " };
+            out.push(match syntax {
+                CallSyntax::Python => format!("{close}{comma}{key}={figure}"),
+                _ => format!("{close}{comma}\"{key}\": {figure}"),
+            });
+        }
+    }
+    out
+}
+
+/// Whether `args` already holds a value for `key`.
+fn written(args: &str, key: &str, syntax: CallSyntax) -> bool {
+    let named = match syntax {
+        CallSyntax::Python => key.to_string(),
+        _ => format!("\"{key}\""),
+    };
+    args.match_indices(&named).any(|(at, _)| {
+        args[at + named.len()..]
+            .trim_start()
+            .starts_with(assign(syntax))
+    })
+}
+
+/// Whether two figures are the same number (`12` and `12.0`).
+fn same_figure(a: &str, b: &str) -> bool {
+    matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The tool whose call `text` is writing (the one named last), and the
+/// text after its name.
+fn last_named_tool<'t, 'a>(
+    text: &'a str,
+    syntax: CallSyntax,
+    tools: &'t [ToolDefinition],
+) -> Option<(&'t ToolDefinition, &'a str)> {
+    tools
+        .iter()
+        .filter_map(|tool| {
+            let named = match syntax {
+                CallSyntax::Python => format!("{}(", tool.name),
+                _ => format!("\"{}\"", tool.name),
+            };
+            text.rfind(&named).map(|at| (at + named.len(), tool))
+        })
+        .max_by_key(|(end, _)| *end)
+        .map(|(end, tool)| (tool, &text[end..]))
+}
+
+/// How many brackets are open at the end of `text` (`opened` at its
+/// start; brackets inside strings not counted), and whether it ends inside
+/// a string.
+fn scan(text: &str, opened: i32) -> (i32, bool) {
+    let mut depth = opened;
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        match (in_string, c) {
+            (true, _) if escaped => escaped = false,
+            (true, '\\') => escaped = true,
+            (_, '"') => in_string = !in_string,
+            (false, '{' | '[' | '(') => depth += 1,
+            (false, '}' | ']' | ')') => depth -= 1,
+            _ => {}
+        }
+    }
+    (depth, in_string)
+}
+
+/// The values of `kind` that `question` holds: for text, every run of up
+/// to [`MAX_SPAN_WORDS`] words that neither begins nor ends with a stop
+/// word, trimmed of the punctuation around it; for numbers, each figure
+/// (`1,250` read as `1250`; for integers, only whole ones).
+pub(super) fn spans(question: &str, kind: &ValueKind) -> Vec<String> {
+    let mut out: Vec<String> = match kind {
+        ValueKind::Text => text_spans(question),
+        ValueKind::Number => figures(question, false),
+        ValueKind::Integer => figures(question, true),
+        ValueKind::Choice(_) => Vec::new(),
+    };
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|span| seen.insert(span.clone()));
+    out
+}
+
+fn text_spans(question: &str) -> Vec<String> {
+    // Each word's byte range with the punctuation around it trimmed.
+    let words: Vec<(usize, usize)> = question
+        .split_whitespace()
+        .map(|w| {
+            let start = w.as_ptr() as usize - question.as_ptr() as usize;
+            let trimmed = w.trim_matches(|c: char| !c.is_alphanumeric());
+            let lead = trimmed.as_ptr() as usize - w.as_ptr() as usize;
+            (start + lead, start + lead + trimmed.len())
+        })
+        .collect();
+    let content = |&(a, b): &(usize, usize)| b > a && !is_stop_word(&question[a..b]);
+    let mut out = Vec::new();
+    for (i, first) in words.iter().enumerate().filter(|(_, w)| content(w)) {
+        for last in words[i..]
+            .iter()
+            .take(MAX_SPAN_WORDS)
+            .filter(|w| content(w))
+        {
+            let span = &question[first.0..last.1];
+            // What a JSON string cannot hold as it is.
+            if !span.contains(|c: char| c == '"' || c == '\\' || c.is_control()) {
+                out.push(span.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn figures(question: &str, whole_only: bool) -> Vec<String> {
+    let bytes = question.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        // A figure starts at a digit that does not continue a word (`MN55`
+        // is a code, not 55).
+        let starts = bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric());
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        let mut figure = String::new();
+        while end < bytes.len() {
+            let c = bytes[end];
+            let next_digit = bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
+            if c.is_ascii_digit() {
+                figure.push(c as char);
+            } else if c == b',' && next_digit {
+                // A thousands separator.
+            } else if c == b'.' && next_digit && !figure.contains('.') {
+                figure.push('.');
+            } else {
+                break;
+            }
+            end += 1;
+        }
+        if !(whole_only && figure.contains('.')) {
+            out.push(figure);
+        }
+        i = end.max(i + 1);
+    }
+    out
+}
+
+impl LlamaBackend<'_> {
+    /// What to write next, copied from the question, where `text` (a reply
+    /// that has begun a call) ends (see the module's text): a span of the
+    /// question as the value that begins there, if one scores within the
+    /// margin of the value the model would write itself; the enum option
+    /// the question names; or, where the arguments are about to close, a
+    /// figure of the question no value holds yet, in a number parameter
+    /// left out. Leaves the cache and its logits as they were. `None` when
+    /// nothing is to be copied or the abort flag interrupted the scoring.
+    pub(super) fn copied_value(
+        &mut self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        text: &str,
+    ) -> Result<Option<Vec<LlamaToken>>> {
+        if self.value_copy.is_off() {
+            return Ok(None);
+        }
+        let Some(question) = question(messages) else {
+            return Ok(None);
+        };
+        let syntax = self.template.tool_call_format().syntax();
+        let Some(OpenCall {
+            tool,
+            args,
+            in_string,
+        }) = open_arguments(text, syntax, tools)
+        else {
+            return Ok(None);
+        };
+        // The candidates, what ends each, and whether the model's own
+        // value competes with them.
+        let (candidates, closers, own_competes) = match value_site(args, syntax, tool) {
+            Some(ValueKind::Choice(options)) => {
+                let named = named_option(question, &options);
+                return Ok(named.map(|option| self.tokenize(option, false)));
+            }
+            Some(kind @ ValueKind::Text) => (spans(question, &kind), self.string_closers(), true),
+            Some(kind) => (spans(question, &kind), self.number_closers(), true),
+            None => match self.closes_arguments(args, syntax, in_string) {
+                Some(close) => {
+                    let figures = left_out_figures(question, args, close, syntax, tool);
+                    (figures, self.number_closers(), false)
+                }
+                None => return Ok(None),
+            },
+        };
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let start = self.ctx.get_logits_ith(-1).to_vec();
+        let chosen = match own_competes {
+            true => self.best_span(&start, &candidates, &closers),
+            false => self
+                .most_likely(&start, &candidates, &closers)
+                .map(|best| best.map(|(_, tokens)| tokens)),
+        };
+        // The scoring decodes overwrote the logits the next token is
+        // sampled from: decode the last token again.
+        let len = self.cached.len();
+        if !self.rewind_to(len)? {
+            return Ok(None);
+        }
+        chosen
+    }
+
+    /// Whether the model's likeliest next token closes the call's
+    /// arguments `args` right after a value (`}` in JSON, `)` in Python, or
+    /// the space the grammar admits only before them), and what must be
+    /// written before another value can be added: the closing quote when
+    /// the text ends `in_string` (SmolLM2 closes `"eggs` with one `"}`
+    /// token), or nothing.
+    fn closes_arguments(
+        &self,
+        args: &str,
+        syntax: CallSyntax,
+        in_string: bool,
+    ) -> Option<&'static str> {
+        let closer = match syntax {
+            CallSyntax::Python => ')',
+            _ => '}',
+        };
+        let next = argmax(self.ctx.get_logits_ith(-1));
+        let mut piece = Vec::new();
+        self.model
+            .llama
+            .vocab()
+            .token_to_piece_into(next, &mut piece, false, None);
+        let piece = String::from_utf8_lossy(&piece);
+        let closes = |rest: &str| {
+            let rest = rest.trim_start();
+            rest.starts_with(closer) || (rest.is_empty() && !piece.is_empty())
+        };
+        match in_string {
+            true => piece
+                .strip_prefix('"')
+                .is_some_and(|rest| !rest.is_empty() && closes(rest))
+                .then_some("\""),
+            // Right after a value: a string's closing quote, a figure, a
+            // literal or a nested value's end (not after a key, a comma or
+            // a space, where no comma may come).
+            false => (args.ends_with(|c: char| c == '"' || c.is_alphanumeric() || c == ']')
+                && closes(&piece))
+            .then_some(""),
+        }
+    }
+
+    /// The likeliest of `candidates` (each scored with its end): its score
+    /// and tokens.
+    fn most_likely(
+        &mut self,
+        start: &[f32],
+        candidates: &[String],
+        closers: &[LlamaToken],
+    ) -> Result<Option<(f32, Vec<LlamaToken>)>> {
+        let mut best: Option<(f32, Vec<LlamaToken>)> = None;
+        for text in candidates {
+            let tokens = self.tokenize(text, false);
+            let Some(score) = self.span_logprob(start, &tokens, closers)? else {
+                return Ok(None);
+            };
+            if !matches!(best, Some((top, _)) if top >= score) {
+                best = Some((score, tokens));
+            }
+        }
+        Ok(best)
+    }
+
+    /// The best-scoring span's tokens if it is within the margin of the
+    /// model's own value (which must end within [`MAX_OWN_TOKENS`]).
+    fn best_span(
+        &mut self,
+        start: &[f32],
+        candidates: &[String],
+        closers: &[LlamaToken],
+    ) -> Result<Option<Vec<LlamaToken>>> {
+        let Some(own) = self.own_value_logprob(start, closers)? else {
+            return Ok(None);
+        };
+        let best = self.most_likely(start, candidates, closers)?;
+        tracing::trace!(?best, own, "value span score");
+        Ok(best
+            .filter(|(score, _)| *score >= own - self.value_copy.margin)
+            .map(|(_, tokens)| tokens))
+    }
+
+    /// The log-probability of the value the model would write itself,
+    /// greedily, with its end; `None` when it runs past [`MAX_OWN_TOKENS`]
+    /// (free text) or the abort flag interrupted it.
+    fn own_value_logprob(&mut self, start: &[f32], closers: &[LlamaToken]) -> Result<Option<f32>> {
+        let mut logits = start.to_vec();
+        let mut total = 0.0;
+        for written in 0..=MAX_OWN_TOKENS {
+            let next = argmax(&logits);
+            if closers.contains(&next) {
+                self.drop_scratch();
+                return Ok(Some(total + log_mass(&logits, closers)));
+            }
+            if written == MAX_OWN_TOKENS {
+                break;
+            }
+            total += log_softmax_at(&logits, next);
+            if !self.decode_scratch(&[next], self.cached.len() + written)? {
+                return Ok(None);
+            }
+            logits.copy_from_slice(self.ctx.get_logits_ith(0));
+        }
+        self.drop_scratch();
+        Ok(None)
+    }
+
+    /// The log-probability of `tokens` as the whole value, its end
+    /// included, after the cached tokens (whose logits are `start`).
+    fn span_logprob(
+        &mut self,
+        start: &[f32],
+        tokens: &[LlamaToken],
+        closers: &[LlamaToken],
+    ) -> Result<Option<f32>> {
+        let Some(&first) = tokens.first() else {
+            return Ok(Some(f32::NEG_INFINITY));
+        };
+        let mut total = log_softmax_at(start, first);
+        if !self.decode_scratch(tokens, self.cached.len())? {
+            return Ok(None);
+        }
+        for (i, &token) in tokens.iter().enumerate().skip(1) {
+            total += log_softmax_at(self.ctx.get_logits_ith(i as i32 - 1), token);
+        }
+        total += log_mass(self.ctx.get_logits_ith(tokens.len() as i32 - 1), closers);
+        self.drop_scratch();
+        Ok(Some(total))
+    }
+
+    /// Decodes `tokens` from position `at` (after the cached tokens) with
+    /// logits for each, without counting them as cached: scratch cells that
+    /// [`Self::drop_scratch`] removes. False when the abort flag
+    /// interrupted it (the scratch cells are dropped then).
+    fn decode_scratch(&mut self, tokens: &[LlamaToken], at: usize) -> Result<bool> {
+        self.batch.clear();
+        for (i, &token) in tokens.iter().enumerate() {
+            self.batch
+                .add(token, (at + i) as i32, &[0], true)
+                .map_err(|e| Error::InferenceFailed(format!("batch: {e}")))?;
+        }
+        match self.ctx.decode(&mut self.batch) {
+            Ok(()) => Ok(true),
+            Err(DecodeError::Aborted) => {
+                self.drop_scratch();
+                Ok(false)
+            }
+            Err(e) => Err(Error::InferenceFailed(format!("llama_decode failed: {e}"))),
+        }
+    }
+
+    /// Removes every cell past the cached tokens.
+    fn drop_scratch(&mut self) {
+        let _ = self
+            .ctx
+            .clear_kv_cache_seq(Some(0), Some(self.cached.len() as u32), None);
+    }
+
+    /// The tokens that can end a number inside a call (`,`, `}`, `)`, a
+    /// space), worked out once.
+    fn number_closers(&mut self) -> Vec<LlamaToken> {
+        if self.number_closer_cache.is_empty() {
+            self.number_closer_cache = vocab_tokens_where(&self.model.llama, false, |piece| {
+                matches!(
+                    piece.first(),
+                    Some(b',' | b'}' | b')' | b']' | b' ' | b'\n')
+                )
+            });
+        }
+        self.number_closer_cache.clone()
+    }
+}
+
+/// The token with the highest logit.
+fn argmax(logits: &[f32]) -> LlamaToken {
+    let best = logits
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i);
+    LlamaToken(best as i32)
+}
+
+/// `log Σ softmax(logits)[t]` over `tokens`: the probability that the
+/// value ends here, whichever closing token the model would use.
+fn log_mass(logits: &[f32], tokens: &[LlamaToken]) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let all: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    let some: f32 = tokens
+        .iter()
+        .filter_map(|t| logits.get(t.0 as usize))
+        .map(|l| (l - max).exp())
+        .sum();
+    some.ln() - all.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools() -> Vec<ToolDefinition> {
+        let tool = |name: &str, properties: Value| ToolDefinition {
+            name: name.into(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": properties}),
+        };
+        vec![
+            tool(
+                "convert_currency",
+                json!({"amount": {"type": "number"}, "from": {"type": "string"},
+                       "unit": {"type": "string", "enum": ["a", "b"]}}),
+            ),
+            tool(
+                "set_timer",
+                json!({"minutes": {"type": "integer"}, "label": {"type": "string"}}),
+            ),
+        ]
+    }
+
+    /// The value that begins at the end of `text`, in the call it writes.
+    fn site(text: &str, syntax: CallSyntax, tools: &[ToolDefinition]) -> Option<ValueKind> {
+        let call = open_arguments(text, syntax, tools)?;
+        value_site(call.args, syntax, call.tool)
+    }
+
+    #[test]
+    fn a_value_site_is_a_string_number_or_option_of_the_tool_named_last() {
+        let tools = tools();
+        let json = |text: &str| site(text, CallSyntax::Json, &tools);
+        let opening = r#"<tool_call>[{"name": "convert_currency", "arguments": {"#;
+        assert_eq!(
+            json(&format!(r#"{opening}"from": ""#)),
+            Some(ValueKind::Text)
+        );
+        assert_eq!(
+            json(&format!(r#"{opening}"from":""#)),
+            Some(ValueKind::Text)
+        );
+        assert_eq!(
+            json(&format!(r#"{opening}"amount": "#)),
+            Some(ValueKind::Number)
+        );
+        let options = ValueKind::Choice(vec!["a".into(), "b".into()]);
+        assert_eq!(json(&format!(r#"{opening}"unit": ""#)), Some(options));
+        // A string's end is no site; a key the tool does not have is none.
+        assert_eq!(json(&format!(r#"{opening}"from": "GBP""#)), None);
+        assert_eq!(json(&format!(r#"{opening}"minutes": "#)), None);
+        assert_eq!(json(&format!(r#"{opening}"from": "a \""#)), None);
+        let python = |text: &str| site(text, CallSyntax::Python, &tools);
+        assert_eq!(python("[set_timer(minutes="), Some(ValueKind::Integer));
+        assert_eq!(
+            python("[set_timer(minutes=5, label=\""),
+            Some(ValueKind::Text)
+        );
+        assert_eq!(python("[set_timer(minutes=5, label=\"tea"), None);
+        assert_eq!(
+            site("call:set_timer{label:", CallSyntax::FunctionGemma, &tools),
+            None
+        );
+        // Inside a nested value, or in a second call's opening.
+        assert_eq!(json(&format!(r#"{opening}"x": {{"from": ""#)), None);
+        let second = r#"[{"name": "convert_currency", "arguments": {"from": "}"}}, {"name": ""#;
+        let tools = vec![ToolDefinition {
+            parameters: json!({"properties": {"name": {"type": "string"}}}),
+            ..tools[0].clone()
+        }];
+        assert_eq!(site(second, CallSyntax::Json, &tools), None);
+    }
+
+    #[test]
+    fn an_option_is_named_only_when_the_question_names_one() {
+        let ops: Vec<String> = ["add", "subtract", "multiply", "divide"]
+            .map(String::from)
+            .into();
+        assert_eq!(named_option("Multiply 12.5 by 4.", &ops), Some("multiply"));
+        assert_eq!(named_option("What is 3 times 4?", &ops), None);
+        assert_eq!(named_option("Add or subtract?", &ops), None);
+        let rooms = vec!["living_room".to_string(), "kitchen".to_string()];
+        assert_eq!(
+            named_option("Lights on in the living room", &rooms),
+            Some("living_room")
+        );
+    }
+
+    #[test]
+    fn a_figure_no_value_holds_goes_into_a_number_left_out() {
+        let tools = tools();
+        let timer = &tools[1];
+        let json = |question: &str, args: &str| {
+            left_out_figures(question, args, "", CallSyntax::Json, timer)
+        };
+        assert_eq!(
+            json("Put 12 eggs on it", r#" {"label": "eggs""#),
+            [r#", "minutes": 12"#]
+        );
+        let closing = left_out_figures(
+            "12 eggs",
+            r#"{"label": "eggs"#,
+            "\"",
+            CallSyntax::Json,
+            timer,
+        );
+        assert_eq!(closing, [r#"", "minutes": 12"#]);
+        assert_eq!(json("Timer 12", " {"), [r#""minutes": 12"#]);
+        // Held already, by a number or inside a string.
+        assert!(json("Timer 12", r#" {"minutes": 12"#).is_empty());
+        assert!(json("see you at 7", r#" {"label": "see you at 7""#).is_empty());
+        // Not a whole number for an integer.
+        assert!(json("Timer 2.5", " {").is_empty());
+        let python = left_out_figures("Tea 4", "label=\"tea\"", "", CallSyntax::Python, timer);
+        assert_eq!(python, [", minutes=4"]);
+    }
+
+    #[test]
+    fn spans_are_runs_of_words_trimmed_of_punctuation_and_stop_words() {
+        let spans = spans("Phone Dr. Patel about the tests.", &ValueKind::Text);
+        assert!(spans.contains(&"Dr. Patel".to_string()), "{spans:?}");
+        assert!(spans.contains(&"Patel".to_string()));
+        assert!(spans.contains(&"Phone Dr. Patel about the tests".to_string()));
+        assert!(!spans
+            .iter()
+            .any(|s| s.ends_with("the") || s.starts_with("about")));
+        assert!(!spans.iter().any(|s| s.ends_with('.')));
+    }
+
+    #[test]
+    fn figures_are_read_as_json_numbers() {
+        let q = "Convert 1,250.5 GBP, then 45 minus 19, booking MN55.";
+        assert_eq!(spans(q, &ValueKind::Number), ["1250.5", "45", "19"]);
+        assert_eq!(spans(q, &ValueKind::Integer), ["45", "19"]);
+    }
+
+    #[test]
+    fn only_a_users_short_last_message_is_copied_from() {
+        let long = "word ".repeat(MAX_QUESTION_WORDS + 1);
+        assert_eq!(
+            question(&[Message::user("Set a timer")]),
+            Some("Set a timer")
+        );
+        assert_eq!(question(&[Message::user(long.as_str())]), None);
+        assert_eq!(
+            question(&[Message::user("x"), Message::assistant("y")]),
+            None
+        );
+    }
+}
