@@ -481,24 +481,47 @@ impl LlamaBackend<'_> {
     }
 
     /// The likeliest of `candidates` (each scored with its end): its score
-    /// and tokens.
+    /// and tokens; the first of equals.
     fn most_likely(
         &mut self,
         start: &[f32],
         candidates: &[String],
         closers: &[LlamaToken],
     ) -> Result<Option<(f32, Vec<LlamaToken>)>> {
-        let mut best: Option<(f32, Vec<LlamaToken>)> = None;
-        for text in candidates {
-            let tokens = self.tokenize(text, false);
-            let Some(score) = self.span_logprob(start, &tokens, closers)? else {
+        let spans: Vec<Vec<LlamaToken>> = candidates
+            .iter()
+            .map(|text| self.tokenize(text, false))
+            .collect();
+        let mut scores = vec![None; spans.len()];
+        // Longest first: a span whose tokens begin a longer one's (the
+        // spans from one word on: "Dr.", "Dr. Patel") is scored from that
+        // one's decode, so each decode serves every span it extends.
+        let mut order: Vec<usize> = (0..spans.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(spans[i].len()));
+        for i in order {
+            if scores[i].is_some() {
+                continue;
+            }
+            let Some(prefixes) = self.prefix_logprobs(start, &spans[i], closers)? else {
                 return Ok(None);
             };
-            if !matches!(best, Some((top, _)) if top >= score) {
-                best = Some((score, tokens));
+            for (j, span) in spans.iter().enumerate() {
+                if scores[j].is_none() && spans[i].starts_with(span) {
+                    scores[j] = Some(match span.len() {
+                        0 => f32::NEG_INFINITY,
+                        n => prefixes[n - 1],
+                    });
+                }
             }
         }
-        Ok(best)
+        let mut best: Option<(f32, usize)> = None;
+        for (i, score) in scores.into_iter().enumerate() {
+            let score = score.unwrap_or(f32::NEG_INFINITY);
+            if !matches!(best, Some((top, _)) if top >= score) {
+                best = Some((score, i));
+            }
+        }
+        Ok(best.map(|(score, i)| (score, spans[i].clone())))
     }
 
     /// The best-scoring span's tokens if it is within the margin of the
@@ -544,27 +567,32 @@ impl LlamaBackend<'_> {
         Ok(None)
     }
 
-    /// The log-probability of `tokens` as the whole value, its end
-    /// included, after the cached tokens (whose logits are `start`).
-    fn span_logprob(
+    /// For each prefix of `tokens` (one token, two, ...), its
+    /// log-probability as the whole value, its end included, after the
+    /// cached tokens (whose logits are `start`): one decode for them all.
+    /// `None` when the abort flag interrupted it.
+    fn prefix_logprobs(
         &mut self,
         start: &[f32],
         tokens: &[LlamaToken],
         closers: &[LlamaToken],
-    ) -> Result<Option<f32>> {
+    ) -> Result<Option<Vec<f32>>> {
         let Some(&first) = tokens.first() else {
-            return Ok(Some(f32::NEG_INFINITY));
+            return Ok(Some(Vec::new()));
         };
-        let mut total = log_softmax_at(start, first);
         if !self.decode_scratch(tokens, self.cached.len())? {
             return Ok(None);
         }
-        for (i, &token) in tokens.iter().enumerate().skip(1) {
-            total += log_softmax_at(self.ctx.get_logits_ith(i as i32 - 1), token);
+        let mut written = log_softmax_at(start, first);
+        let mut out = Vec::with_capacity(tokens.len());
+        for (i, &token) in tokens.iter().enumerate() {
+            if i > 0 {
+                written += log_softmax_at(self.ctx.get_logits_ith(i as i32 - 1), token);
+            }
+            out.push(written + log_mass(self.ctx.get_logits_ith(i as i32), closers));
         }
-        total += log_mass(self.ctx.get_logits_ith(tokens.len() as i32 - 1), closers);
         self.drop_scratch();
-        Ok(Some(total))
+        Ok(Some(out))
     }
 
     /// Decodes `tokens` from position `at` (after the cached tokens) with
