@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
-use zoo_core::backend::llama::{ArgumentBias, ChannelScore, ValueCopy, WordMatch};
+use zoo_core::backend::llama::{
+    ArgumentBias, ChannelScore, ValueCopy, WordMatch, DEFAULT_VALUE_COPY,
+};
 use zoo_core::backend::{Backend, CacheHint, GenerateRequest};
 use zoo_core::tools::parser;
 use zoo_core::{
@@ -227,14 +229,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // ZOO_EVAL_COPY=3 writes a span of the question as a value when it
     // scores within 3 nats of the model's own value; `off` turns it off.
+    // ZOO_EVAL_ORDER=2 adds 2 nats to the span that comes next in the
+    // question after the value written last.
+    let mut copy = DEFAULT_VALUE_COPY;
     if let Ok(margin) = std::env::var("ZOO_EVAL_COPY") {
-        backend.set_value_copy(match margin.as_str() {
+        copy = match margin.as_str() {
             "off" => ValueCopy::OFF,
             margin => ValueCopy {
                 margin: margin.parse()?,
+                ..copy
             },
-        });
+        };
     }
+    if let Ok(bonus) = std::env::var("ZOO_EVAL_ORDER") {
+        copy.in_order = bonus.parse()?;
+    }
+    backend.set_value_copy(copy);
     // ZOO_EVAL_THRESHOLD=-6.5 fixes auto's call-or-prose threshold instead
     // of the one calibrated on the model.
     if let Ok(threshold) = std::env::var("ZOO_EVAL_THRESHOLD") {

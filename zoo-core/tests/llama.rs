@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use zoo_core::backend::llama::{
-    ArgumentBias, ChannelScore, ValueCopy, WordMatch, DEFAULT_CHANNEL_SCORE, DEFAULT_WORD_MATCH,
+    ArgumentBias, ChannelScore, ValueCopy, WordMatch, DEFAULT_CHANNEL_SCORE, DEFAULT_VALUE_COPY,
+    DEFAULT_WORD_MATCH,
 };
 use zoo_core::backend::{CacheHint, FinishReason, GenerateRequest};
 use zoo_core::tools::parser;
@@ -474,7 +475,7 @@ fn values_are_copied_whole_from_the_question() {
     let _serial = serial();
     let model = smollm2();
     let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
-    backend.set_value_copy(ValueCopy { margin: 4.0 });
+    backend.set_value_copy(DEFAULT_VALUE_COPY);
     for (prompt, set, tool, arguments) in [
         (
             "Phone Dr. Patel.",

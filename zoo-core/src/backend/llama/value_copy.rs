@@ -34,12 +34,18 @@ pub struct ValueCopy {
     /// A span is written when its score is at least the model's own value's
     /// minus this. Negative infinity: never ([`ValueCopy::OFF`]).
     pub margin: f32,
+    /// Nats added to the score of the span that comes next in the question
+    /// after the value written last: users name values in the order the
+    /// call takes them ("Change 1200 CHF into EUR": `from` is the currency
+    /// right after the amount), and a small model swaps them.
+    pub in_order: f32,
 }
 
 impl ValueCopy {
     /// No copying: the model writes every value itself.
     pub const OFF: ValueCopy = ValueCopy {
         margin: f32::NEG_INFINITY,
+        in_order: 0.0,
     };
 
     /// Whether no span can ever be written.
@@ -252,6 +258,75 @@ fn same_figure(a: &str, b: &str) -> bool {
     matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
 }
 
+/// The question after the value `args` wrote last, lowercase, from its
+/// next word that is not a stop word: where the user's next value should
+/// begin. `None` before the first value, or when the last one is not the
+/// question's.
+fn next_in_question(question: &str, args: &str, syntax: CallSyntax) -> Option<String> {
+    let last = written_values(args, syntax).pop()?.to_lowercase();
+    let question = question.to_lowercase();
+    let mut rest = &question[question.find(&last)? + last.len()..];
+    loop {
+        rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
+        let word = rest.split_whitespace().next()?;
+        if !is_stop_word(word.trim_matches(|c: char| !c.is_alphanumeric())) {
+            return Some(rest.to_string());
+        }
+        rest = &rest[word.len()..];
+    }
+}
+
+/// Whether `next` (lowercase) begins with the words of `span`.
+fn begins_with(next: &str, span: &str) -> bool {
+    next.strip_prefix(&span.to_lowercase())
+        .is_some_and(|after| !after.starts_with(char::is_alphanumeric))
+}
+
+/// The values `args` holds whole (a string's text without its quotes, a
+/// number or literal as written), in order.
+fn written_values(args: &str, syntax: CallSyntax) -> Vec<&str> {
+    #[derive(Clone, Copy)]
+    enum State {
+        Key,
+        KeyString,
+        Assigned,
+        Text(usize),
+        Bare(usize),
+    }
+    let mut state = State::Key;
+    let mut escaped = false;
+    let mut out = Vec::new();
+    for (i, c) in args.char_indices() {
+        state = match state {
+            State::KeyString | State::Text(_) if escaped => {
+                escaped = false;
+                state
+            }
+            State::KeyString | State::Text(_) if c == '\\' => {
+                escaped = true;
+                state
+            }
+            State::KeyString if c == '"' => State::Key,
+            State::Text(start) if c == '"' => {
+                out.push(&args[start..i]);
+                State::Key
+            }
+            State::Key if c == '"' => State::KeyString,
+            State::Key if c == assign(syntax) => State::Assigned,
+            State::Assigned if c.is_whitespace() => State::Assigned,
+            State::Assigned if c == '"' => State::Text(i + 1),
+            State::Assigned if matches!(c, '{' | '[' | '(') => State::Key,
+            State::Assigned => State::Bare(i),
+            State::Bare(start) if c.is_whitespace() || matches!(c, ',' | '}' | ')' | ']') => {
+                out.push(&args[start..i]);
+                State::Key
+            }
+            state => state,
+        };
+    }
+    out
+}
+
 /// The tool whose call `text` is writing (the one named last), and the
 /// text after its name.
 fn last_named_tool<'t, 'a>(
@@ -423,11 +498,19 @@ impl LlamaBackend<'_> {
         if candidates.is_empty() {
             return Ok(None);
         }
+        let next = next_in_question(question, args, syntax);
+        let bonuses: Vec<f32> = candidates
+            .iter()
+            .map(|span| match &next {
+                Some(next) if own_competes && begins_with(next, span) => self.value_copy.in_order,
+                _ => 0.0,
+            })
+            .collect();
         let start = self.ctx.get_logits_ith(-1).to_vec();
         let chosen = match own_competes {
-            true => self.best_span(&start, &candidates, &closers),
+            true => self.best_span(&start, &candidates, &bonuses, &closers),
             false => self
-                .most_likely(&start, &candidates, &closers)
+                .most_likely(&start, &candidates, &bonuses, &closers)
                 .map(|best| best.map(|(_, tokens)| tokens)),
         };
         // The scoring decodes overwrote the logits the next token is
@@ -480,12 +563,13 @@ impl LlamaBackend<'_> {
         }
     }
 
-    /// The likeliest of `candidates` (each scored with its end): its score
-    /// and tokens; the first of equals.
+    /// The likeliest of `candidates` (each scored with its end, plus its
+    /// bonus in `bonuses`): its score and tokens; the first of equals.
     fn most_likely(
         &mut self,
         start: &[f32],
         candidates: &[String],
+        bonuses: &[f32],
         closers: &[LlamaToken],
     ) -> Result<Option<(f32, Vec<LlamaToken>)>> {
         let spans: Vec<Vec<LlamaToken>> = candidates
@@ -516,7 +600,7 @@ impl LlamaBackend<'_> {
         }
         let mut best: Option<(f32, usize)> = None;
         for (i, score) in scores.into_iter().enumerate() {
-            let score = score.unwrap_or(f32::NEG_INFINITY);
+            let score = score.unwrap_or(f32::NEG_INFINITY) + bonuses.get(i).copied().unwrap_or(0.0);
             if !matches!(best, Some((top, _)) if top >= score) {
                 best = Some((score, i));
             }
@@ -530,12 +614,13 @@ impl LlamaBackend<'_> {
         &mut self,
         start: &[f32],
         candidates: &[String],
+        bonuses: &[f32],
         closers: &[LlamaToken],
     ) -> Result<Option<Vec<LlamaToken>>> {
         let Some(own) = self.own_value_logprob(start, closers)? else {
             return Ok(None);
         };
-        let best = self.most_likely(start, candidates, closers)?;
+        let best = self.most_likely(start, candidates, bonuses, closers)?;
         tracing::trace!(?best, own, "value span score");
         Ok(best
             .filter(|(score, _)| *score >= own - self.value_copy.margin)
@@ -789,6 +874,43 @@ mod tests {
             .iter()
             .any(|s| s.ends_with("the") || s.starts_with("about")));
         assert!(!spans.iter().any(|s| s.ends_with('.')));
+    }
+
+    #[test]
+    fn the_next_value_begins_after_the_last_one_in_the_question() {
+        let json = CallSyntax::Json;
+        assert_eq!(
+            written_values(
+                r#"{"amount": 1200, "from": "CHF", "note": "a \"b\"", "to": ""#,
+                json
+            ),
+            ["1200", "CHF", r#"a \"b\""#]
+        );
+        assert_eq!(
+            written_values("a=17, b=23)", CallSyntax::Python),
+            ["17", "23"]
+        );
+        let question = "Change 1200 CHF into EUR.";
+        let next = |args| next_in_question(question, args, json);
+        assert_eq!(
+            next(r#"{"amount": 1200, "from": ""#).as_deref(),
+            Some("chf into eur.")
+        );
+        // Stop words are passed over ("into" is none); a value not in the
+        // question says nothing.
+        assert_eq!(
+            next(r#"{"amount": 1200, "from": "CHF", "to": ""#).as_deref(),
+            Some("into eur.")
+        );
+        assert_eq!(
+            next_in_question("Convert 100 USD to EUR", r#"{"from": "USD", "to": ""#, json)
+                .as_deref(),
+            Some("eur")
+        );
+        assert_eq!(next(r#"{"amount": 1200, "from": "USD", "to": ""#), None);
+        assert_eq!(next(r#"{"amount": "#), None);
+        assert!(begins_with("chf into eur.", "CHF"));
+        assert!(!begins_with("chfx into eur.", "CHF"));
     }
 
     #[test]
