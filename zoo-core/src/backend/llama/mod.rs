@@ -1082,8 +1082,9 @@ impl LlamaBackend<'_> {
         let mut call_loops = RepetitionGuard::for_calls();
         // The bias that steers the next token out of a loop inside a call.
         let mut loop_exit: Vec<(LlamaToken, f32)> = Vec::new();
-        // The rest of a value copied from the question, written next.
-        let mut copying: VecDeque<LlamaToken> = VecDeque::new();
+        // The rest of a value copied from the question, written next: for
+        // each token, what it may be (see `copied_value`).
+        let mut copying: VecDeque<Vec<LlamaToken>> = VecDeque::new();
         let format = self.template.tool_call_format();
         let vocab = self.model.llama.vocab();
         let mut utf8 = Utf8Decoder::default();
@@ -1110,7 +1111,10 @@ impl LlamaBackend<'_> {
             let step_bias: Vec<(LlamaToken, f32)>;
             let bias: &[(LlamaToken, f32)] = match (call_begun, loop_exit.is_empty()) {
                 _ if !copying.is_empty() => {
-                    step_bias = vec![(copying[0], value_copy::WRITE_BIAS)];
+                    step_bias = copying[0]
+                        .iter()
+                        .map(|&t| (t, value_copy::WRITE_BIAS))
+                        .collect();
                     &step_bias
                 }
                 (false, _) => &[],
@@ -1137,7 +1141,10 @@ impl LlamaBackend<'_> {
             }
             // The grammar refused the copy's next token: the model goes on
             // from what was written.
-            if copying.pop_front().is_some_and(|copied| copied != token) {
+            if copying
+                .pop_front()
+                .is_some_and(|step| !step.contains(&token))
+            {
                 copying.clear();
             }
             // Each of the question's tokens is pulled toward once: pulled

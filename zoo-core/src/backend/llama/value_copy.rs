@@ -457,12 +457,18 @@ impl LlamaBackend<'_> {
     /// figure of the question no value holds yet, in a number parameter
     /// left out. Leaves the cache and its logits as they were. `None` when
     /// nothing is to be copied or the abort flag interrupted the scoring.
+    ///
+    /// The copy comes as steps, each the tokens the next one sampled may
+    /// be: the value's own tokens one by one, then, for a span or figure,
+    /// the tokens that end it (it was scored as the whole value, and a
+    /// model left to go on after it wrote "minutes to set a timer" after a
+    /// copied "minutes").
     pub(super) fn copied_value(
         &mut self,
         messages: &[Message],
         tools: &[ToolDefinition],
         text: &str,
-    ) -> Result<Option<Vec<LlamaToken>>> {
+    ) -> Result<Option<Vec<Vec<LlamaToken>>>> {
         if self.value_copy.is_off() {
             return Ok(None);
         }
@@ -483,7 +489,8 @@ impl LlamaBackend<'_> {
         let (candidates, closers, own_competes) = match value_site(args, syntax, tool) {
             Some(ValueKind::Choice(options)) => {
                 let named = named_option(question, &options);
-                return Ok(named.map(|option| self.tokenize(option, false)));
+                let tokens = named.map(|option| self.tokenize(option, false));
+                return Ok(tokens.map(|tokens| tokens.into_iter().map(|t| vec![t]).collect()));
             }
             Some(kind @ ValueKind::Text) => (spans(question, &kind), self.string_closers(), true),
             Some(kind) => (spans(question, &kind), self.number_closers(), true),
@@ -519,7 +526,11 @@ impl LlamaBackend<'_> {
         if !self.rewind_to(len)? {
             return Ok(None);
         }
-        chosen
+        Ok(chosen?.map(|tokens| {
+            let mut steps: Vec<Vec<LlamaToken>> = tokens.into_iter().map(|t| vec![t]).collect();
+            steps.push(closers);
+            steps
+        }))
     }
 
     /// Whether the model's likeliest next token closes the call's
