@@ -41,7 +41,6 @@ fn greedy_reply(model: Model) -> String {
     let config = Config::default()
         .temperature(0.0)
         .context_size(512)
-        .threads(2)
         .seed(7)
         .max_tokens(TOKENS);
     let agent = Agent::with_model(model, config).unwrap();
