@@ -144,6 +144,14 @@ fn has_markup(text: &str) -> bool {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // ZOO_EVAL_LOG=zoo_core::backend::llama::value_copy=trace: how each
+    // value copy scored, on stderr.
+    if let Ok(filter) = std::env::var("ZOO_EVAL_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args: Vec<String> = std::env::args().collect();
     let scores_only = args.iter().any(|a| a == "--scores");
     let verbose = args.iter().any(|a| a == "--verbose");

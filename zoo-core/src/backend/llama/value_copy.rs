@@ -12,10 +12,12 @@
 //!
 //! The model still says which span: the scores compare what it means with
 //! what the user wrote. A long value of the model's own (file content, a
-//! command it composes) is free text no span should replace, and is left
-//! alone, as are enums (the grammar holds their choice), values after a tool
+//! command it composes, or a runaway: "topic": "Giraffes are herbivores,
+//! and ...") is replaced only by a span likelier than the text it began
+//! (its first [`MAX_OWN_TOKENS`] tokens), with no margin. Enums are left to
+//! the grammar unless the question names an option, and values after a tool
 //! result (they come from the result) and questions longer than
-//! [`MAX_QUESTION_WORDS`].
+//! [`MAX_QUESTION_WORDS`] are left alone.
 
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
@@ -60,7 +62,7 @@ pub const MAX_QUESTION_WORDS: usize = 64;
 /// The most words one span holds.
 const MAX_SPAN_WORDS: usize = 6;
 /// The longest value of the model's own, in tokens, that a span may
-/// replace: past it, the model is writing free text.
+/// replace within the margin: past it, the model is writing free text.
 const MAX_OWN_TOKENS: usize = 12;
 /// The logit bias that makes the sampler write a chosen span's next token
 /// (the grammar can still refuse it; the copy then stops there).
@@ -238,6 +240,61 @@ fn left_out_figures(
         }
     }
     out
+}
+
+/// The texts that would write a code of the question no value holds yet
+/// (a word with a digit and a letter or sign in it: a date, a flight
+/// number) into a free string parameter of `tool` not yet written
+/// (`, "date": "2026-12-20`), for arguments `args` about to close. As with a
+/// figure, a code the user wrote is meant for the call: "Are there flights
+/// from New York to London on 2026-12-20?" closed after the destination.
+/// `close` is as for [`left_out_figures`].
+fn left_out_codes(
+    question: &str,
+    args: &str,
+    close: &str,
+    syntax: CallSyntax,
+    tool: &ToolDefinition,
+) -> Vec<String> {
+    let held = args.to_lowercase();
+    let unused: Vec<&str> = codes(question)
+        .into_iter()
+        .filter(|code| !held.contains(&code.to_lowercase()))
+        .collect();
+    let Some(properties) = tool.parameters.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let opens = args.trim_end().ends_with(['{', '(']);
+    let comma = if opens { "" } else { ", " };
+    let mut out = Vec::new();
+    for (key, schema) in properties {
+        if kind_of(schema, true) != Some(ValueKind::Text) || written(args, key, syntax) {
+            continue;
+        }
+        for code in &unused {
+            out.push(match syntax {
+                CallSyntax::Python => format!("{close}{comma}{key}=\"{code}"),
+                _ => format!("{close}{comma}\"{key}\": \"{code}"),
+            });
+        }
+    }
+    out
+}
+
+/// The words of `question` that are codes: a digit and something else that
+/// is not a figure's (`2026-12-20`, `BA117`; not `45` or `1,250.5`), trimmed
+/// of the punctuation around them, with nothing a string must escape.
+fn codes(question: &str) -> Vec<&str> {
+    question
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| {
+            w.contains(|c: char| c.is_ascii_digit())
+                && w.contains(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+                && w.chars()
+                    .all(|c| c.is_alphanumeric() || "-/:._+".contains(c))
+        })
+        .collect()
 }
 
 /// Whether `args` already holds a value for `key`.
@@ -455,7 +512,8 @@ impl LlamaBackend<'_> {
     /// margin of the value the model would write itself; the enum option
     /// the question names; or, where the arguments are about to close, a
     /// figure of the question no value holds yet, in a number parameter
-    /// left out. Leaves the cache and its logits as they were. `None` when
+    /// left out (or else such a code, in a string parameter left out).
+    /// Leaves the cache and its logits as they were. `None` when
     /// nothing is to be copied or the abort flag interrupted the scoring.
     ///
     /// The copy comes as steps, each the tokens the next one sampled may
@@ -497,7 +555,13 @@ impl LlamaBackend<'_> {
             None => match self.closes_arguments(args, syntax, in_string) {
                 Some(close) => {
                     let figures = left_out_figures(question, args, close, syntax, tool);
-                    (figures, self.number_closers(), false)
+                    match figures.is_empty() {
+                        false => (figures, self.number_closers(), false),
+                        true => {
+                            let codes = left_out_codes(question, args, close, syntax, tool);
+                            (codes, self.string_closers(), false)
+                        }
+                    }
                 }
                 None => return Ok(None),
             },
@@ -631,27 +695,34 @@ impl LlamaBackend<'_> {
         let Some(own) = self.own_value_logprob(start, closers)? else {
             return Ok(None);
         };
+        // A value that runs on is free text, or a small model's runaway
+        // ("topic": "Giraffes are herbivores, and their diet ..."): only a
+        // span likelier than the text it began, whole, replaces it.
+        let floor = match own {
+            OwnValue::Ends(score) => score - self.value_copy.margin,
+            OwnValue::RunsOn(bound) => bound,
+        };
         let best = self.most_likely(start, candidates, bonuses, closers)?;
-        tracing::trace!(?best, own, "value span score");
+        tracing::trace!(?best, ?own, "value span score");
         Ok(best
-            .filter(|(score, _)| *score >= own - self.value_copy.margin)
+            .filter(|(score, _)| *score >= floor)
             .map(|(_, tokens)| tokens))
     }
 
     /// The log-probability of the value the model would write itself,
-    /// greedily, with its end; `None` when it runs past [`MAX_OWN_TOKENS`]
-    /// (free text) or the abort flag interrupted it.
-    fn own_value_logprob(&mut self, start: &[f32], closers: &[LlamaToken]) -> Result<Option<f32>> {
+    /// greedily, with its end; `None` when the abort flag interrupted it.
+    fn own_value_logprob(
+        &mut self,
+        start: &[f32],
+        closers: &[LlamaToken],
+    ) -> Result<Option<OwnValue>> {
         let mut logits = start.to_vec();
         let mut total = 0.0;
-        for written in 0..=MAX_OWN_TOKENS {
+        for written in 0..MAX_OWN_TOKENS {
             let next = argmax(&logits);
             if closers.contains(&next) {
                 self.drop_scratch();
-                return Ok(Some(total + log_mass(&logits, closers)));
-            }
-            if written == MAX_OWN_TOKENS {
-                break;
+                return Ok(Some(OwnValue::Ends(total + log_mass(&logits, closers))));
             }
             total += log_softmax_at(&logits, next);
             if !self.decode_scratch(&[next], self.cached.len() + written)? {
@@ -660,7 +731,7 @@ impl LlamaBackend<'_> {
             logits.copy_from_slice(self.ctx.get_logits_ith(0));
         }
         self.drop_scratch();
-        Ok(None)
+        Ok(Some(OwnValue::RunsOn(total)))
     }
 
     /// For each prefix of `tokens` (one token, two, ...), its
@@ -732,6 +803,16 @@ impl LlamaBackend<'_> {
         }
         self.number_closer_cache.clone()
     }
+}
+
+/// The value the model would write itself, scored.
+#[derive(Debug, Clone, Copy)]
+enum OwnValue {
+    /// It ends within [`MAX_OWN_TOKENS`]: its log-probability, end included.
+    Ends(f32),
+    /// It runs past them: the log-probability of its first
+    /// [`MAX_OWN_TOKENS`], a bound above the whole value's.
+    RunsOn(f32),
 }
 
 /// The token with the highest logit.
@@ -873,6 +954,36 @@ mod tests {
         assert!(json("Timer 2.5", " {").is_empty());
         let python = left_out_figures("Tea 4", "label=\"tea\"", "", CallSyntax::Python, timer);
         assert_eq!(python, [", minutes=4"]);
+    }
+
+    #[test]
+    fn a_code_no_value_holds_goes_into_a_string_left_out() {
+        let flights = ToolDefinition {
+            name: "search_flights".into(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": {
+                "origin": {"type": "string"}, "destination": {"type": "string"},
+                "date": {"type": "string"}, "seats": {"type": "integer"}}}),
+        };
+        let question = "Flights from Oslo to Rome on 2027-02-14, flight SK4711 or 45?";
+        assert_eq!(codes(question), ["2027-02-14", "SK4711"]);
+        let args = r#"{"origin": "Oslo", "destination": "Rome"#;
+        let json = left_out_codes(question, args, "\"", CallSyntax::Json, &flights);
+        assert_eq!(json, [r#"", "date": "2027-02-14"#, r#"", "date": "SK4711"#]);
+        // A code held already (in any case) is not offered again.
+        let held = r#"{"origin": "Oslo", "destination": "sk4711", "date": "2027-02-14""#;
+        assert!(left_out_codes(question, held, "", CallSyntax::Json, &flights).is_empty());
+        let python = left_out_codes(
+            "Go on 2027-02-14",
+            "origin=\"Oslo\"",
+            "",
+            CallSyntax::Python,
+            &flights,
+        );
+        assert_eq!(
+            python,
+            [", destination=\"2027-02-14", ", date=\"2027-02-14"]
+        );
     }
 
     #[test]
