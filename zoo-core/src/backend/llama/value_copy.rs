@@ -37,9 +37,10 @@ pub struct ValueCopy {
     /// minus this. Negative infinity: never ([`ValueCopy::OFF`]).
     pub margin: f32,
     /// Nats added to the score of the span that comes next in the question
-    /// after the value written last: users name values in the order the
-    /// call takes them ("Change 1200 CHF into EUR": `from` is the currency
-    /// right after the amount), and a small model swaps them.
+    /// after the value written last, where the model's own value is a
+    /// span the question names only after it: users name values in the
+    /// order the call takes them ("Change 1200 CHF into EUR": `from` is the
+    /// currency right after the amount), and a small model swaps them.
     pub in_order: f32,
 }
 
@@ -333,6 +334,57 @@ fn next_in_question(question: &str, args: &str, syntax: CallSyntax) -> Option<St
     }
 }
 
+/// Where the user's next value should begin, for the in-order bonus
+/// ([`ValueCopy::in_order`]).
+struct InOrder<'q> {
+    /// The user's message.
+    question: &'q str,
+    /// The question after the value written last (see [`next_in_question`]).
+    next: Option<String>,
+}
+
+impl InOrder<'_> {
+    /// The bonus of each of `candidates`: `bonus` for the code (see
+    /// [`is_code`]) that comes next in the question when the model's own
+    /// value `own` is another code the question does not name before it:
+    /// "How much is 75.5 CAD in USD?" gave `from: USD`, and "Exchange 500
+    /// SEK to NOK" `from: NOK` after a guessed `USD`. Codes (currencies,
+    /// airports) are what users list in the order a call takes them ("from
+    /// X to Y"); words are not ("a 25 minute timer called pasta": the label
+    /// is not "minute").
+    fn bonuses(&self, candidates: &[String], own: &str, bonus: f32) -> Vec<f32> {
+        let none = vec![0.0; candidates.len()];
+        let Some(next) = &self.next else {
+            return none;
+        };
+        let question = self.question.to_lowercase();
+        let next_at = question.len() - next.len();
+        let named_before = question
+            .find(&own.to_lowercase())
+            .is_some_and(|at| at <= next_at);
+        if !is_code(own) || begins_with(next, own) || named_before {
+            return none;
+        }
+        candidates
+            .iter()
+            .map(|span| match is_code(span) && begins_with(next, span) {
+                true => bonus,
+                false => 0.0,
+            })
+            .collect()
+    }
+}
+
+/// Whether `value` is written as a code: two to eight capital letters and
+/// digits, a letter among them (`USD`, `LHR`, `BA117`).
+fn is_code(value: &str) -> bool {
+    (2..=8).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        && value.chars().any(|c| c.is_ascii_uppercase())
+}
+
 /// Whether `next` (lowercase) begins with the words of `span`.
 fn begins_with(next: &str, span: &str) -> bool {
     next.strip_prefix(&span.to_lowercase())
@@ -569,19 +621,17 @@ impl LlamaBackend<'_> {
         if candidates.is_empty() {
             return Ok(None);
         }
-        let next = next_in_question(question, args, syntax);
-        let bonuses: Vec<f32> = candidates
-            .iter()
-            .map(|span| match &next {
-                Some(next) if own_competes && begins_with(next, span) => self.value_copy.in_order,
-                _ => 0.0,
-            })
-            .collect();
         let start = self.ctx.get_logits_ith(-1).to_vec();
         let chosen = match own_competes {
-            true => self.best_span(&start, &candidates, &bonuses, &closers),
+            true => {
+                let order = InOrder {
+                    question,
+                    next: next_in_question(question, args, syntax),
+                };
+                self.best_span(&start, &candidates, &order, &closers)
+            }
             false => self
-                .most_likely(&start, &candidates, &bonuses, &closers)
+                .most_likely(&start, &candidates, &[], &closers)
                 .map(|best| best.map(|(_, tokens)| tokens)),
         };
         // The scoring decodes overwrote the logits the next token is
@@ -684,17 +734,19 @@ impl LlamaBackend<'_> {
     }
 
     /// The best-scoring span's tokens if it is within the margin of the
-    /// model's own value (which must end within [`MAX_OWN_TOKENS`]).
+    /// model's own value (see [`OwnValue`]), the span `order` says comes
+    /// next given its bonus when the model skipped it.
     fn best_span(
         &mut self,
         start: &[f32],
         candidates: &[String],
-        bonuses: &[f32],
+        order: &InOrder,
         closers: &[LlamaToken],
     ) -> Result<Option<Vec<LlamaToken>>> {
-        let Some(own) = self.own_value_logprob(start, closers)? else {
+        let Some((own, own_text)) = self.own_value_logprob(start, closers)? else {
             return Ok(None);
         };
+        let bonuses = order.bonuses(candidates, &own_text, self.value_copy.in_order);
         // A value that runs on is free text, or a small model's runaway
         // ("topic": "Giraffes are herbivores, and their diet ..."): only a
         // span likelier than the text it began, whole, replaces it.
@@ -702,28 +754,35 @@ impl LlamaBackend<'_> {
             OwnValue::Ends(score) => score - self.value_copy.margin,
             OwnValue::RunsOn(bound) => bound,
         };
-        let best = self.most_likely(start, candidates, bonuses, closers)?;
-        tracing::trace!(?best, ?own, "value span score");
+        let best = self.most_likely(start, candidates, &bonuses, closers)?;
+        tracing::trace!(?best, ?own, own_text, "value span score");
         Ok(best
             .filter(|(score, _)| *score >= floor)
             .map(|(_, tokens)| tokens))
     }
 
     /// The log-probability of the value the model would write itself,
-    /// greedily, with its end; `None` when the abort flag interrupted it.
+    /// greedily, with its end, and its text; `None` when the abort flag
+    /// interrupted it.
     fn own_value_logprob(
         &mut self,
         start: &[f32],
         closers: &[LlamaToken],
-    ) -> Result<Option<OwnValue>> {
+    ) -> Result<Option<(OwnValue, String)>> {
         let mut logits = start.to_vec();
         let mut total = 0.0;
+        let mut text = Vec::new();
         for written in 0..MAX_OWN_TOKENS {
             let next = argmax(&logits);
             if closers.contains(&next) {
                 self.drop_scratch();
-                return Ok(Some(OwnValue::Ends(total + log_mass(&logits, closers))));
+                let own = OwnValue::Ends(total + log_mass(&logits, closers));
+                return Ok(Some((own, String::from_utf8_lossy(&text).into_owned())));
             }
+            self.model
+                .llama
+                .vocab()
+                .token_to_piece_into(next, &mut text, false, None);
             total += log_softmax_at(&logits, next);
             if !self.decode_scratch(&[next], self.cached.len() + written)? {
                 return Ok(None);
@@ -731,7 +790,8 @@ impl LlamaBackend<'_> {
             logits.copy_from_slice(self.ctx.get_logits_ith(0));
         }
         self.drop_scratch();
-        Ok(Some(OwnValue::RunsOn(total)))
+        let own = OwnValue::RunsOn(total);
+        Ok(Some((own, String::from_utf8_lossy(&text).into_owned())))
     }
 
     /// For each prefix of `tokens` (one token, two, ...), its
@@ -1018,11 +1078,11 @@ mod tests {
             next(r#"{"amount": 1200, "from": ""#).as_deref(),
             Some("chf into eur.")
         );
-        // Stop words are passed over ("into" is none); a value not in the
-        // question says nothing.
+        // Stop words are passed over; a value not in the question says
+        // nothing.
         assert_eq!(
             next(r#"{"amount": 1200, "from": "CHF", "to": ""#).as_deref(),
-            Some("into eur.")
+            Some("eur.")
         );
         assert_eq!(
             next_in_question("Convert 100 USD to EUR", r#"{"from": "USD", "to": ""#, json)
@@ -1033,6 +1093,38 @@ mod tests {
         assert_eq!(next(r#"{"amount": "#), None);
         assert!(begins_with("chf into eur.", "CHF"));
         assert!(!begins_with("chfx into eur.", "CHF"));
+    }
+
+    #[test]
+    fn the_in_order_bonus_goes_to_the_next_code_in_the_question() {
+        let order = |question: &'static str, args: &str| InOrder {
+            question,
+            next: next_in_question(question, args, CallSyntax::Json),
+        };
+        let bonus_of = |order: &InOrder, own: &str, span: &str| {
+            let candidates = spans(order.question, &ValueKind::Text);
+            let at = candidates.iter().position(|c| c == span).unwrap();
+            order.bonuses(&candidates, own, 10.0)[at]
+        };
+        let q = "How much is 75.5 CAD in USD?";
+        let from = order(q, r#"{"amount": 75.5, "from": ""#);
+        // Its own USD skips CAD, and a guessed EUR passes it over: CAD
+        // gets the bonus, nothing else does.
+        assert_eq!(bonus_of(&from, "USD", "CAD"), 10.0);
+        assert_eq!(bonus_of(&from, "EUR", "CAD"), 10.0);
+        assert_eq!(bonus_of(&from, "USD", "USD"), 0.0);
+        // Its own CAD, or a value that is no code: no bonus.
+        assert_eq!(bonus_of(&from, "CAD", "CAD"), 0.0);
+        assert_eq!(bonus_of(&from, "dollars", "CAD"), 0.0);
+        // A code the question names before the next one is its reading.
+        let q = "Convert EUR 100 to USD";
+        let from = order(q, r#"{"amount": 100, "from": ""#);
+        assert_eq!(bonus_of(&from, "EUR", "USD"), 0.0);
+        // Words are not codes.
+        let q = "Start a 25 minute timer called pasta";
+        let label = order(q, r#"{"minutes": 25, "label": ""#);
+        assert_eq!(bonus_of(&label, "pasta", "minute"), 0.0);
+        assert!(is_code("BA117") && is_code("USD") && !is_code("Usd") && !is_code("117"));
     }
 
     #[test]

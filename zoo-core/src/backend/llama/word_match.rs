@@ -33,9 +33,9 @@ pub struct WordMatch {
 /// Words that say nothing about which tool is meant.
 const STOP_WORDS: &[&str] = &[
     "a", "about", "an", "and", "any", "are", "at", "be", "by", "can", "could", "do", "does", "for",
-    "from", "hi", "how", "i", "i'm", "im", "in", "is", "it", "it's", "its", "me", "much", "my",
-    "of", "please", "some", "that", "the", "this", "to", "want", "what", "what's", "whats", "with",
-    "would", "you",
+    "from", "hi", "how", "i", "i'm", "im", "in", "into", "is", "it", "it's", "its", "me", "much",
+    "my", "of", "please", "some", "that", "the", "this", "to", "want", "what", "what's", "whats",
+    "with", "would", "you",
 ];
 
 impl WordMatch {
