@@ -476,7 +476,9 @@ fn a_forced_call_names_the_tool_that_explains_the_question() {
 /// 4). On the eval's tune split SmolLM2 named the contact
 /// `phone_contact_to_contact_list_...`, chose `add` for "Multiply", and
 /// left the 12 of "Put 12 eggs" and the 4 of "Book 4 nights" out of the
-/// call; with the copy each is the question's own.
+/// call, wrote `from: USD` for "40 EUR in US dollars", a sentence for the
+/// octopus's topic, and no date for the flights; with the copy each is the
+/// question's own.
 #[test]
 fn values_are_copied_whole_from_the_question() {
     let _serial = serial();
@@ -507,6 +509,27 @@ fn values_are_copied_whole_from_the_question() {
             "travel",
             "book_hotel",
             json!({"hotel": "Park Hyatt", "nights": 4}),
+        ),
+        // Codes in the question's order: `from` was USD.
+        (
+            "What is 40 EUR in US dollars (USD)?",
+            "assistant",
+            "convert_currency",
+            json!({"amount": 40, "from": "EUR", "to": "USD"}),
+        ),
+        // A runaway topic ("The octopus is a marine mammal that ...").
+        (
+            "Tell me facts about the octopus from the encyclopedia.",
+            "assistant",
+            "encyclopedia",
+            json!({"topic": "octopus"}),
+        ),
+        // A date left out of the call.
+        (
+            "Are there flights from New York to London on 2026-12-20?",
+            "travel",
+            "search_flights",
+            json!({"origin": "New York", "destination": "London", "date": "2026-12-20"}),
         ),
     ] {
         let call = forced_call(&mut backend, prompt, &eval_tools(set));

@@ -346,7 +346,8 @@ struct InOrder<'q> {
 impl InOrder<'_> {
     /// The bonus of each of `candidates`: `bonus` for the code (see
     /// [`is_code`]) that comes next in the question when the model's own
-    /// value `own` is another code the question does not name before it:
+    /// value `own` is another code of its form (three letters; two letters
+    /// and three digits) the question does not name before it:
     /// "How much is 75.5 CAD in USD?" gave `from: USD`, and "Exchange 500
     /// SEK to NOK" `from: NOK` after a guessed `USD`. Codes (currencies,
     /// airports) are what users list in the order a call takes them ("from
@@ -367,12 +368,25 @@ impl InOrder<'_> {
         }
         candidates
             .iter()
-            .map(|span| match is_code(span) && begins_with(next, span) {
-                true => bonus,
-                false => 0.0,
-            })
+            .map(
+                |span| match same_form(span, own) && begins_with(next, span) {
+                    true => bonus,
+                    false => 0.0,
+                },
+            )
             .collect()
     }
+}
+
+/// Whether `a` and `b` are codes of one form: letters and digits at the
+/// same places (`CAD` and `USD`; not `US` and `USD`).
+fn same_form(a: &str, b: &str) -> bool {
+    is_code(a)
+        && is_code(b)
+        && a.len() == b.len()
+        && a.chars()
+            .zip(b.chars())
+            .all(|(x, y)| x.is_ascii_digit() == y.is_ascii_digit())
 }
 
 /// Whether `value` is written as a code: two to eight capital letters and
@@ -1120,6 +1134,10 @@ mod tests {
         let q = "Convert EUR 100 to USD";
         let from = order(q, r#"{"amount": 100, "from": ""#);
         assert_eq!(bonus_of(&from, "EUR", "USD"), 0.0);
+        // A code of another form is not the one the model skipped.
+        let q = "What is 40 EUR in US dollars (USD)?";
+        let to = order(q, r#"{"amount": 40, "from": "EUR", "to": ""#);
+        assert_eq!(bonus_of(&to, "USD", "US"), 0.0);
         // Words are not codes.
         let q = "Start a 25 minute timer called pasta";
         let label = order(q, r#"{"minutes": 25, "label": ""#);
