@@ -1267,10 +1267,17 @@ fn a_full_window_shifts_the_kept_history_instead_of_decoding_it_again() {
 
 /// A session reopened by a new agent on the same model: with its KV
 /// snapshot (of more than 512 tokens, past Gemma 3's sliding window) the
-/// first reply decodes only the new message, and its greedy
-/// text equals what a fresh agent given the same history writes. A
-/// snapshot of another window is refused and the reply is the same again.
-fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
+/// first reply decodes only the new message, and its greedy text equals
+/// what the agent that saved it would have written had it gone on (one
+/// process, no store). A snapshot of another window is refused.
+///
+/// Not compared with a fresh decode of the same history: the saved reply's
+/// cells were decoded one token at a time, a fresh agent decodes them in a
+/// batch, and llama.cpp's sums differ in their last bits between the two.
+/// On one thread SmolLM2 then wrote "The keeper wrote ..." where the fresh
+/// agent wrote "The lighthouse keeper wrote ..." (a near tie); on two
+/// threads the texts happened to agree.
+fn resume_answers_as_the_saving_agent_would(model: &Model, name: &str) {
     let dir = std::env::temp_dir().join(format!("zoo-resume-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -1284,7 +1291,10 @@ fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
                  its own log of storms. "
         .repeat(30);
     let first = Agent::with_model(model.clone(), config.clone()).unwrap();
-    first.chat(story, ChatOptions::new()).wait().unwrap();
+    first
+        .chat(story.clone(), ChatOptions::new())
+        .wait()
+        .unwrap();
     let history = first.history();
     drop(first);
     let snapshot = zoo_core::SessionStore::open(&db)
@@ -1303,11 +1313,13 @@ fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
         "the resumed agent decoded {new_tokens} of {} prompt tokens",
         reply.usage.prompt_tokens
     );
-    let fresh =
+    // The agent that never stopped: the same two chats in one process.
+    let kept =
         Agent::with_model(model.clone(), greedy().max_tokens(16).context_size(2048)).unwrap();
-    fresh.set_history(history.clone()).unwrap();
-    let expected = fresh.chat(follow_up, ChatOptions::new()).wait().unwrap();
-    assert_eq!(expected.usage.cached_tokens, 0);
+    kept.chat(story, ChatOptions::new()).wait().unwrap();
+    assert_eq!(kept.history(), history);
+    let expected = kept.chat(follow_up, ChatOptions::new()).wait().unwrap();
+    assert_eq!(reply.usage.cached_tokens, expected.usage.cached_tokens);
     assert_eq!(reply.text, expected.text);
 
     // Another window: the snapshot does not match and is not loaded.
@@ -1319,15 +1331,15 @@ fn resume_matches_a_fresh_decode(model: &Model, name: &str) {
 }
 
 #[test]
-fn a_resumed_session_decodes_only_what_is_new_and_answers_as_a_fresh_agent() {
+fn a_resumed_session_decodes_only_what_is_new_and_answers_as_if_never_stopped() {
     let _serial = serial();
-    resume_matches_a_fresh_decode(&smollm2(), "smollm2");
+    resume_answers_as_the_saving_agent_would(&smollm2(), "smollm2");
 }
 
 #[test]
-fn a_resumed_session_on_gemma3_past_its_sliding_window_answers_as_a_fresh_agent() {
+fn a_resumed_session_on_gemma3_past_its_sliding_window_answers_as_if_never_stopped() {
     let _serial = serial();
-    resume_matches_a_fresh_decode(&gemma3(), "gemma3");
+    resume_answers_as_the_saving_agent_would(&gemma3(), "gemma3");
 }
 
 /// A fresh folder for a test's session store, removed on drop.

@@ -3,14 +3,16 @@
 //! as long (quadratic growth would be 64 times), and 500 KB of any shape
 //! parses in under 2 s even in the debug test profile.
 //!
-//! The timings are robust to a busy machine: the two sizes are timed in
-//! turn, several times, and compared by their medians, so that a load that
-//! comes and goes slows both alike and a single preempted run is ignored.
-//! The smaller text is 62.5 KB, which takes milliseconds, well above the
+//! The timings are robust to a busy machine: they are the thread's CPU
+//! time, which other processes' slices do not stretch (on wall time, beside
+//! two `yes > /dev/null` and a CI run, the 500 KB text took 33 times the
+//! 62.5 KB one: it was preempted, the short one was not). The two sizes are
+//! also timed in turn, several times, and compared by their medians. The
+//! smaller text is 62.5 KB, which takes milliseconds, well above the
 //! clock's resolution. Everything runs in one test so that no other test
 //! of this binary competes for the CPU.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zoo_core::tools::parser::parse;
 
@@ -129,10 +131,26 @@ fn shapes(bytes: usize) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The CPU time `parse` takes on `text`.
 fn time(text: &str) -> Duration {
-    let start = Instant::now();
+    let start = cpu_now();
     std::hint::black_box(parse(std::hint::black_box(text)));
-    start.elapsed()
+    cpu_now().saturating_sub(start)
+}
+
+/// This thread's CPU time.
+#[cfg(unix)]
+fn cpu_now() -> Duration {
+    use rustix::time::{clock_gettime, ClockId};
+    let now = clock_gettime(ClockId::ThreadCPUTime);
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// Wall time, where no thread CPU clock is at hand.
+#[cfg(not(unix))]
+fn cpu_now() -> Duration {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed()
 }
 
 fn median(mut runs: Vec<Duration>) -> Duration {
