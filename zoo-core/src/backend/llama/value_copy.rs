@@ -218,29 +218,15 @@ fn left_out_figures(
         .into_iter()
         .filter(|f| !used.iter().any(|u| same_figure(u, f)))
         .collect();
-    let Some(properties) = tool.parameters.get("properties").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    let opens = args.trim_end().ends_with(['{', '(']);
-    let mut out = Vec::new();
-    for (key, schema) in properties {
+    additions(args, close, syntax, tool, |schema| {
         let whole_only = match kind_of(schema, false) {
             Some(ValueKind::Number) => false,
             Some(ValueKind::Integer) => true,
-            _ => continue,
+            _ => return Vec::new(),
         };
-        if written(args, key, syntax) {
-            continue;
-        }
-        for figure in unused.iter().filter(|f| !(whole_only && f.contains('.'))) {
-            let comma = if opens { "" } else { ", " };
-            out.push(match syntax {
-                CallSyntax::Python => format!("{close}{comma}{key}={figure}"),
-                _ => format!("{close}{comma}\"{key}\": {figure}"),
-            });
-        }
-    }
-    out
+        let fits = |f: &&String| !(whole_only && f.contains('.'));
+        unused.iter().filter(fits).cloned().collect()
+    })
 }
 
 /// The texts that would write a code of the question no value holds yet
@@ -262,6 +248,24 @@ fn left_out_codes(
         .into_iter()
         .filter(|code| !held.contains(&code.to_lowercase()))
         .collect();
+    additions(args, close, syntax, tool, |schema| {
+        match kind_of(schema, true) == Some(ValueKind::Text) {
+            true => unused.iter().map(|code| format!("\"{code}")).collect(),
+            false => Vec::new(),
+        }
+    })
+}
+
+/// The texts that would add a parameter of `tool` not yet written to the
+/// arguments `args` about to close (`close` first), one for each value
+/// `values_for` gives the parameter's schema, as the value is written.
+fn additions(
+    args: &str,
+    close: &str,
+    syntax: CallSyntax,
+    tool: &ToolDefinition,
+    values_for: impl Fn(&Value) -> Vec<String>,
+) -> Vec<String> {
     let Some(properties) = tool.parameters.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };
@@ -269,13 +273,13 @@ fn left_out_codes(
     let comma = if opens { "" } else { ", " };
     let mut out = Vec::new();
     for (key, schema) in properties {
-        if kind_of(schema, true) != Some(ValueKind::Text) || written(args, key, syntax) {
+        if written(args, key, syntax) {
             continue;
         }
-        for code in &unused {
+        for value in values_for(schema) {
             out.push(match syntax {
-                CallSyntax::Python => format!("{close}{comma}{key}=\"{code}"),
-                _ => format!("{close}{comma}\"{key}\": \"{code}"),
+                CallSyntax::Python => format!("{close}{comma}{key}={value}"),
+                _ => format!("{close}{comma}\"{key}\": {value}"),
             });
         }
     }
