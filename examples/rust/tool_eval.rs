@@ -237,8 +237,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // ZOO_EVAL_COPY=3 writes a span of the question as a value when it
     // scores within 3 nats of the model's own value; `off` turns it off.
-    // ZOO_EVAL_ORDER=2 adds 2 nats to the span that comes next in the
-    // question after the value written last.
+    // ZOO_EVAL_ORDER=2 adds 2 nats to the code that comes next in the
+    // question after the value written last (`ValueCopy::in_order`).
     let mut copy = DEFAULT_VALUE_COPY;
     if let Ok(margin) = std::env::var("ZOO_EVAL_COPY") {
         copy = match margin.as_str() {

@@ -103,8 +103,8 @@ pub const DEFAULT_CHANNEL_SCORE: ChannelScore = ChannelScore { weight: 1.0 };
 /// split's `required` calls from 42 to 53 of 81, turning no right call
 /// wrong. The order bonus ([`ValueCopy::in_order`]), which acts only on
 /// codes of one form (currencies), is 10 nats: SmolLM2 scored a skipped
-/// currency 8 to 10 nats below the one it wrote (`from: USD` for "75.5 CAD
-/// in USD"); it put the tune split's swapped pair right and the report
+/// currency 4 to 10 nats below the one it wrote (4 did not put `from: USD`
+/// for "75.5 CAD in USD" right, 10 did); it put the tune split's swapped pair right and the report
 /// split's four, and turned no right call wrong.
 pub const DEFAULT_VALUE_COPY: ValueCopy = ValueCopy {
     margin: 4.0,

@@ -36,11 +36,12 @@ pub struct ValueCopy {
     /// A span is written when its score is at least the model's own value's
     /// minus this. Negative infinity: never ([`ValueCopy::OFF`]).
     pub margin: f32,
-    /// Nats added to the score of the span that comes next in the question
-    /// after the value written last, where the model's own value is a
-    /// span the question names only after it: users name values in the
-    /// order the call takes them ("Change 1200 CHF into EUR": `from` is the
-    /// currency right after the amount), and a small model swaps them.
+    /// Nats added to the score of the code that comes next in the question
+    /// after the value written last, where the model's own value is another
+    /// code of its form that the question does not name before it: users
+    /// name codes in the order the call takes them ("Change 1200 CHF into
+    /// EUR": `from` is the currency right after the amount), and a small
+    /// model swaps or guesses them.
     pub in_order: f32,
 }
 
