@@ -64,6 +64,16 @@ fn main() {
     if let Some(openmp) = openmp_runtime(&files) {
         files.push(openmp);
     }
+    let left_out = tile_config_dropped().then_some(AMX_VARIANT);
+    if let Some(name) = left_out {
+        println!(
+            "cargo:warning=llama.cpp's `sapphirerapids` CPU variant is left out: this C++ \
+             compiler drops the stores that fill an AMX tile configuration before \
+             `_tile_loadconfig`, so its AMX kernels would stop the process with SIGILL on \
+             CPUs with AMX (GCC 12 does); the best variant below it runs there instead"
+        );
+        files.retain(|(file, _)| file != name);
+    }
     let profile_dir = profile_dir();
     for dir in [
         profile_dir.clone(),
@@ -72,6 +82,9 @@ fn main() {
     ] {
         clear_dangling_links(&dir);
         let folder = dir.join(FOLDER);
+        if let Some(name) = left_out {
+            let _ = fs::remove_file(folder.join(name));
+        }
         if let Err(e) = fill(&folder, &files, install) {
             panic!("cannot lay out {}: {e}", folder.display());
         }
@@ -139,6 +152,71 @@ fn openmp_runtime(files: &[(String, PathBuf)]) -> Option<(String, PathBuf)> {
         );
     }
     path.map(|p| (SONAME.to_string(), p))
+}
+
+/// The file of llama.cpp's one CPU variant with AMX kernels.
+const AMX_VARIANT: &str = "libggml-cpu-sapphirerapids.so";
+
+/// A tile configuration filled from two globals, then loaded, as llama.cpp's
+/// AMX kernels do (`ggml_tile_config_init`). A compiler that keeps the
+/// stores reads both globals; GCC 12 treats `ldtilecfg` as reading the
+/// palette byte alone, drops the rest as dead, and loads a configuration
+/// with no tile in it, so the first tile load faults.
+const TILE_CONFIG_PROBE: &str = r#"
+#include <immintrin.h>
+extern "C" unsigned char zoo_probe_rows;
+extern "C" unsigned short zoo_probe_colsb;
+struct tile_config { unsigned char palette, start_row, reserved[14]; unsigned short colsb[16]; unsigned char rows[16]; };
+extern "C" void zoo_probe(void) {
+    alignas(64) tile_config tc = {};
+    tc.palette = 1;
+    tc.rows[0] = zoo_probe_rows;
+    tc.colsb[0] = zoo_probe_colsb;
+    _tile_loadconfig(&tc);
+}
+"#;
+
+/// Whether the C++ compiler that built llama.cpp (the one the `cc` and
+/// `cmake` crates pick: `CXX_<target>`, `TARGET_CXX`, `CXX`, else `c++`)
+/// drops the stores before `_tile_loadconfig`: [`TILE_CONFIG_PROBE`]
+/// compiled to assembly that never reads the globals it stores. False
+/// when the probe cannot be compiled (no AMX support: nor was the variant).
+fn tile_config_dropped() -> bool {
+    let target = env::var("TARGET").unwrap_or_default();
+    let keys = [
+        format!("CXX_{target}"),
+        format!("CXX_{}", target.replace('-', "_")),
+        "TARGET_CXX".into(),
+        "CXX".into(),
+    ];
+    for key in &keys {
+        println!("cargo:rerun-if-env-changed={key}");
+    }
+    let cxx = keys
+        .iter()
+        .find_map(|key| env::var(key).ok())
+        .unwrap_or_else(|| "c++".into());
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let source = out.join("tile_config_probe.cpp");
+    if fs::write(&source, TILE_CONFIG_PROBE).is_err() {
+        return false;
+    }
+    let mut words = cxx.split_whitespace();
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let assembly = std::process::Command::new(program)
+        .args(words)
+        .args(["-O2", "-mamx-tile", "-S", "-o", "-"])
+        .arg(&source)
+        .output();
+    match assembly {
+        Ok(output) if output.status.success() => {
+            let text = String::from_utf8_lossy(&output.stdout);
+            !(text.contains("zoo_probe_rows") && text.contains("zoo_probe_colsb"))
+        }
+        _ => false,
+    }
 }
 
 /// Removes the development links (`libllama.so -> libllama.so.0`) that
