@@ -11,6 +11,7 @@
 //! cargo run --release --example tool_eval -- --tool-scores      # each tool's scores, as JSON lines
 //! cargo run --release --example tool_eval -- --mode auto        # one mode only
 //! cargo run --release --example tool_eval -- --only eggs        # the cases whose prompt holds "eggs"
+//! cargo run --release --example tool_eval -- --grammar-ratio     # the grammar check's speed-up
 //! ZOO_MODEL=models/gemma-3-270m-q4_k_m.gguf cargo run --release --example tool_eval
 //! ```
 //!
@@ -267,6 +268,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.iter().any(|a| a == "--tool-scores") {
         return print_tool_scores(&mut backend, &system, &sets, &selected);
     }
+    if args.iter().any(|a| a == "--grammar-ratio") {
+        let choice = match mode.as_deref() {
+            Some("auto") => ToolChoice::Auto,
+            _ => ToolChoice::Required,
+        };
+        return print_grammar_ratio(&mut backend, &system, &sets, &selected, &choice);
+    }
     for choice in [ToolChoice::Required, ToolChoice::Auto] {
         if mode.as_deref().is_some_and(|m| m != choice.as_str()) {
             continue;
@@ -407,6 +415,60 @@ fn print_tool_scores(
         });
         println!("{line}");
     }
+    Ok(())
+}
+
+/// Each case twice, with the grammar applied to every token before each
+/// pick (the baseline) and with the picked token checked (the default),
+/// the order alternating from case to case so that neither side always
+/// finds the question already decoded; fails when the replies differ. Prints
+/// each side's median time per case and the ratio of their totals.
+fn print_grammar_ratio(
+    backend: &mut LlamaBackend,
+    system: &Message,
+    sets: &BTreeMap<String, Vec<ToolDefinition>>,
+    selected: &[&Case],
+    choice: &ToolChoice,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut every = Vec::new();
+    let mut checked = Vec::new();
+    for (i, case) in selected.iter().enumerate() {
+        let tools = &sets[&case.set];
+        let mut replies = Vec::new();
+        for grammar_first in [i % 2 == 0, i % 2 != 0] {
+            backend.set_grammar_first(grammar_first);
+            let started = Instant::now();
+            let reply = generate(backend, system, &case.prompt, tools, choice)?;
+            let took = started.elapsed();
+            match grammar_first {
+                true => every.push(took),
+                false => checked.push(took),
+            }
+            replies.push(format!("{:?} {:?}", reply.calls, reply.content));
+        }
+        if replies[0] != replies[1] {
+            return Err(format!("{:?}: the replies differ: {replies:?}", case.prompt).into());
+        }
+    }
+    backend.set_grammar_first(false);
+    let total = |times: &[Duration]| times.iter().sum::<Duration>().as_secs_f64();
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times
+            .get(times.len() / 2)
+            .map_or(0.0, Duration::as_secs_f64)
+    };
+    println!(
+        "{} cases, {}: grammar on every token total {:.1} s (median {:.2} s), \
+         picked token checked total {:.1} s (median {:.2} s); ratio every / checked {:.2}",
+        selected.len(),
+        choice.as_str(),
+        total(&every),
+        median(&mut every),
+        total(&checked),
+        median(&mut checked),
+        total(&every) / total(&checked).max(f64::EPSILON),
+    );
     Ok(())
 }
 

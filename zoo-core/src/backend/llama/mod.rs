@@ -14,6 +14,7 @@ mod grammar;
 mod logs;
 mod model;
 mod repetition;
+mod reply_sampler;
 mod snapshot;
 mod text;
 mod threads;
@@ -42,6 +43,7 @@ pub use word_match::WordMatch;
 use self::channel::ChannelScorer;
 use self::model::ModelInner;
 use self::repetition::RepetitionGuard;
+use self::reply_sampler::ReplySampler;
 use self::text::{StopMatcher, StopScan, Utf8Decoder};
 use self::threads::{Generating, ThreadPlanner, ThreadSetting};
 use super::{Backend, FinishReason, GenerateRequest, Generation};
@@ -180,6 +182,9 @@ pub struct LlamaBackend<'m> {
     number_closer_cache: Vec<LlamaToken>,
     /// Whether a forced call's tool is chosen by the score of its whole name.
     score_tool_names: bool,
+    /// Whether the tool-call grammar is applied to every token before the
+    /// pick (see [`ReplySampler`]).
+    grammar_first: bool,
     /// How a call's argument values are pulled toward the question.
     argument_bias: ArgumentBias,
     /// How the question's words weigh in the choice of a forced call's tool.
@@ -258,6 +263,7 @@ impl<'m> LlamaBackend<'m> {
             closer_cache: None,
             number_closer_cache: Vec::new(),
             score_tool_names: true,
+            grammar_first: false,
             argument_bias: DEFAULT_ARGUMENT_BIAS,
             word_match: DEFAULT_WORD_MATCH,
             value_copy: DEFAULT_VALUE_COPY,
@@ -285,6 +291,15 @@ impl<'m> LlamaBackend<'m> {
     /// For measuring what the scoring brings (`examples/rust/tool_eval.rs`).
     pub fn set_tool_name_scoring(&mut self, on: bool) {
         self.score_tool_names = on;
+    }
+
+    /// Applies the tool-call grammar to every token of the vocabulary
+    /// before each pick (llama.cpp's `grammar_first`) instead of checking
+    /// the token picked first; the picks are the same, only slower. Off by
+    /// default; on, it is the baseline that `tool_eval --grammar-ratio`
+    /// measures the check against.
+    pub fn set_grammar_first(&mut self, on: bool) {
+        self.grammar_first = on;
     }
 
     /// Sets how a call's argument values are pulled toward the user's
@@ -850,43 +865,48 @@ impl<'m> LlamaBackend<'m> {
         Ok(grammar)
     }
 
-    /// The sampler chain: the tool-call grammar first (whole reply for a
-    /// forced call, lazily from the trigger for `auto`), then penalties and
-    /// the usual truncation, then greedy or seeded random choice.
+    /// The reply's samplers: the tool-call grammar (whole reply for a
+    /// forced call, lazily from the trigger for `auto`), and the chain of
+    /// penalties, the usual truncation, and greedy or seeded random choice.
     /// `call_tools` is `Some` when the reply must be a call (to one of
     /// those tools); otherwise an `auto` reply may open a call to any tool.
     fn sampler(
         &mut self,
         request: &GenerateRequest<'_>,
         call_tools: Option<&[ToolDefinition]>,
-    ) -> Result<(LlamaSampler, bool)> {
+    ) -> Result<(ReplySampler, bool)> {
         let format = self.template.tool_call_format();
-        let mut chain = Vec::new();
         let constrained = call_tools.is_some();
         let bad = |e| Error::Internal(format!("llama.cpp rejected the tool-call grammar: {e}"));
-        if let Some(tools) = call_tools {
+        let grammar = if let Some(tools) = call_tools {
             let grammar = self.grammar_for(format, tools, request.max_calls)?;
             let llama = &self.model.llama;
-            chain.push(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?);
+            Some(LlamaSampler::grammar(llama, &grammar, "root").map_err(bad)?)
         } else if !request.tools.is_empty()
             && *request.tool_choice == ToolChoice::Auto
             && !format.trigger_only_at_start()
         {
             let grammar = self.grammar_for(format, request.tools, request.max_calls)?;
             let llama = &self.model.llama;
-            chain.push(
+            Some(
                 LlamaSampler::grammar_lazy(llama, &grammar, "root", [format.trigger()], &[])
                     .map_err(bad)?,
-            );
-        }
+            )
+        } else {
+            None
+        };
         let s = self.sampling;
         // A reply constrained to a call is decoded greedily: arguments want
         // the model's best guess, and sampling noise picks the wrong tool
         // or operation far more often on small models.
         if constrained || s.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-            return Ok((LlamaSampler::chain_simple(chain), constrained));
+            let chain = LlamaSampler::chain_simple([LlamaSampler::greedy()]);
+            return Ok((
+                ReplySampler::new(grammar, chain, self.grammar_first),
+                constrained,
+            ));
         }
+        let mut chain = Vec::new();
         if s.repeat_penalty != 1.0 {
             chain.push(LlamaSampler::penalties(
                 self.model.llama.n_vocab(),
@@ -903,7 +923,11 @@ impl<'m> LlamaBackend<'m> {
         chain.push(LlamaSampler::min_p(s.min_p, 1));
         chain.push(LlamaSampler::temp(s.temperature));
         chain.push(LlamaSampler::dist(s.seed));
-        Ok((LlamaSampler::chain_simple(chain), constrained))
+        let chain = LlamaSampler::chain_simple(chain);
+        Ok((
+            ReplySampler::new(grammar, chain, self.grammar_first),
+            constrained,
+        ))
     }
 }
 
@@ -1131,7 +1155,7 @@ impl LlamaBackend<'_> {
                     &step_bias
                 }
             };
-            let Some(token) = sample_checked(&self.ctx, &mut sampler, denied, bias) else {
+            let Some(token) = sampler.sample(&self.ctx, denied, bias) else {
                 // The lazy grammar refused the text around its trigger (a
                 // token that ends the trigger and begins something the
                 // call cannot hold): the reply ends before that token, and
@@ -1213,7 +1237,7 @@ impl LlamaBackend<'_> {
 
 /// How a reply is to be sampled, settled before its first token.
 struct ReplyPlan {
-    sampler: LlamaSampler,
+    sampler: ReplySampler,
     /// The grammar holds the reply to a call from its first token.
     constrained: bool,
     /// Tokens the reply may not open with (an echoed result's marker).
@@ -1227,39 +1251,6 @@ struct ReplyPlan {
     calls_budget: u32,
     /// The reply's token limit (raised once a call begins).
     limit: u32,
-}
-
-/// Samples the next token (never one of `denied`, the logits of `bias`
-/// shifted) and lets the sampler accept it, through the wrapper that
-/// catches C++ exceptions. `llama_sampler_sample` accepts
-/// without one, and a lazy grammar throws when the token that completes its
-/// trigger carries text the grammar cannot begin with (`<tool_call>[` for a
-/// grammar that wants `<tool_call>\n{`): unwinding a C++ exception through
-/// Rust aborts the process. `None` when the sampler refused the token.
-fn sample_checked(
-    ctx: &LlamaContext<'_>,
-    sampler: &mut LlamaSampler,
-    denied: &[LlamaToken],
-    bias: &[(LlamaToken, f32)],
-) -> Option<LlamaToken> {
-    let mut candidates = ctx.token_data_array_ith(-1);
-    // The array holds every token of the vocabulary in id order.
-    let changes = denied
-        .iter()
-        .map(|&token| (token, None))
-        .chain(bias.iter().map(|&(token, delta)| (token, Some(delta))));
-    for (token, delta) in changes {
-        if let Some(data) = candidates.data.get_mut(token.0 as usize) {
-            if data.id() == token {
-                let logit = delta.map_or(f32::NEG_INFINITY, |d| data.logit() + d);
-                data.set_logit(logit);
-            }
-        }
-    }
-    sampler.apply(&mut candidates);
-    let token = candidates.selected_token()?;
-    sampler.try_accept(token).ok()?;
-    Some(token)
 }
 
 /// The tokens of `model`'s vocabulary whose piece (special tokens written
