@@ -472,6 +472,48 @@ fn a_forced_call_names_the_tool_that_explains_the_question() {
     }
 }
 
+/// The channel keeps each tool's text decoded and decodes only the next
+/// question after it: a tool's score must not depend on which questions and
+/// tool sets were scored before (each text is decoded on its own, so its
+/// cells are the same however it came to be held), and a question scored
+/// against texts held from before must score as against texts decoded anew.
+#[test]
+fn channel_scores_do_not_depend_on_what_was_scored_before() {
+    let _serial = serial();
+    let model = smollm2();
+    let home = eval_tools("home");
+    let travel = eval_tools("travel");
+    let lock = [Message::user("Lock the garage door.")];
+    let flights = [Message::user("Find flights from Paris to Rome.")];
+    let fresh = |messages: &[Message], tools: &[ToolDefinition]| {
+        let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
+        backend.channel_logprobs(messages, tools).unwrap()
+    };
+    let lock_fresh = fresh(&lock, &home);
+    let flights_fresh = fresh(&flights, &travel);
+    assert!(
+        lock_fresh.iter().all(|l| l.is_finite() && *l < 0.0),
+        "{lock_fresh:?}"
+    );
+
+    let mut backend = LlamaBackend::new(&model, &greedy()).unwrap();
+    let mut score = |messages: &[Message], tools: &[ToolDefinition]| {
+        backend.channel_logprobs(messages, tools).unwrap()
+    };
+    assert_eq!(score(&lock, &home), lock_fresh, "first pass");
+    // Texts held from the last pass, another question.
+    let other = score(&[Message::user("Play some Beatles.")], &home);
+    assert_ne!(other, lock_fresh);
+    assert_eq!(score(&lock, &home), lock_fresh, "texts held from before");
+    // Another tool set takes the sequences, then the first comes back.
+    assert_eq!(
+        score(&flights, &travel),
+        flights_fresh,
+        "after the home set"
+    );
+    assert_eq!(score(&lock, &home), lock_fresh, "after the travel set");
+}
+
 /// A call's values copied whole from the question (`ValueCopy`, margin
 /// 4). On the eval's tune split SmolLM2 named the contact
 /// `phone_contact_to_contact_list_...`, chose `add` for "Multiply", and

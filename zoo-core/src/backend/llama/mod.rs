@@ -658,12 +658,16 @@ impl<'m> LlamaBackend<'m> {
         else {
             return Ok(None);
         };
+        let openings: Vec<String> = tools
+            .iter()
+            .map(|tool| format.call_opening(&tool.name))
+            .collect();
+        let Some(logprobs) = self.continuation_logprobs(&openings)? else {
+            return Ok(None);
+        };
         let mut best: Option<(f32, &ToolDefinition)> = None;
-        for ((tool, word), channel) in tools.iter().zip(words).zip(channel) {
-            let opening = format.call_opening(&tool.name);
-            let Some(logprob) = self.continuation_logprob(&opening)? else {
-                return Ok(None);
-            };
+        let scored = tools.iter().zip(words).zip(channel).zip(logprobs);
+        for (((tool, word), channel), logprob) in scored {
             let score = logprob + word + channel;
             tracing::trace!(tool = %tool.name, logprob, score, "tool-name score");
             if !matches!(best, Some((top, _)) if top >= score) {
@@ -671,6 +675,74 @@ impl<'m> LlamaBackend<'m> {
             }
         }
         Ok(best.map(|(_, tool)| tool))
+    }
+
+    /// The log-probability of each of `texts` right after the cached
+    /// tokens, whose logits are current; the cache and the logits are left
+    /// as they were. The texts' common first tokens (a call format's
+    /// `<tool_call>\n{"name": "`, the same before every tool's name) are
+    /// decoded once, then each text's own tokens after them, and the logits
+    /// are restored once at the end: a tool costs the decode of its name,
+    /// where it cost its whole opening and a restore. `None` when the abort
+    /// flag interrupted the scoring.
+    fn continuation_logprobs(&mut self, texts: &[String]) -> Result<Option<Vec<f32>>> {
+        let vocab = self.model.llama.vocab();
+        let tokens: Vec<Vec<LlamaToken>> = texts
+            .iter()
+            .map(|text| vocab.tokenize(text.as_bytes(), false, true))
+            .collect();
+        let Some(first) = tokens.first() else {
+            return Ok(Some(Vec::new()));
+        };
+        let shared = common_prefix(&tokens);
+        let start = self.ctx.get_logits_ith(-1).to_vec();
+        let base = self.cached.len();
+        let Some((prefix, after_prefix)) = self.scratch_logprob(&start, &first[..shared], base)?
+        else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(texts.len());
+        for own in &tokens {
+            let Some((rest, _)) =
+                self.scratch_logprob(&after_prefix, &own[shared..], base + shared)?
+            else {
+                return Ok(None);
+            };
+            out.push(prefix + rest);
+            // The next text's own tokens go where these were.
+            let _ = self
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some((base + shared) as u32), None);
+        }
+        if !self.rewind_to(base)? {
+            return Ok(None);
+        }
+        Ok(Some(out))
+    }
+
+    /// The log-probability of `tokens` decoded as scratch cells from
+    /// position `at` after logits `start`, and the logits after the last
+    /// one (`start` for no tokens). The cells stay until the caller removes
+    /// them, and the context's logits are left overwritten. `None` when the
+    /// abort flag interrupted the decode (its cells are removed then).
+    fn scratch_logprob(
+        &mut self,
+        start: &[f32],
+        tokens: &[LlamaToken],
+        at: usize,
+    ) -> Result<Option<(f32, Vec<f32>)>> {
+        let Some(&first) = tokens.first() else {
+            return Ok(Some((0.0, start.to_vec())));
+        };
+        if !self.decode_scratch(tokens, at)? {
+            return Ok(None);
+        }
+        let mut total = log_softmax_at(start, first);
+        for (i, &token) in tokens.iter().enumerate().skip(1) {
+            total += log_softmax_at(self.ctx.get_logits_ith(i as i32 - 1), token);
+        }
+        let last = self.ctx.get_logits_ith(tokens.len() as i32 - 1).to_vec();
+        Ok(Some((total, last)))
     }
 
     /// The log-probability of `text` right after the cached tokens, whose
@@ -1251,6 +1323,16 @@ struct ReplyPlan {
     calls_budget: u32,
     /// The reply's token limit (raised once a call begins).
     limit: u32,
+}
+
+/// How many first tokens all of `lists` share.
+fn common_prefix(lists: &[Vec<LlamaToken>]) -> usize {
+    let Some((first, rest)) = lists.split_first() else {
+        return 0;
+    };
+    (0..first.len())
+        .take_while(|&i| rest.iter().all(|list| list.get(i) == Some(&first[i])))
+        .count()
 }
 
 /// The tokens of `model`'s vocabulary whose piece (special tokens written

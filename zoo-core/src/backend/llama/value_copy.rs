@@ -845,7 +845,7 @@ impl LlamaBackend<'_> {
     /// logits for each, without counting them as cached: scratch cells that
     /// [`Self::drop_scratch`] removes. False when the abort flag
     /// interrupted it (the scratch cells are dropped then).
-    fn decode_scratch(&mut self, tokens: &[LlamaToken], at: usize) -> Result<bool> {
+    pub(super) fn decode_scratch(&mut self, tokens: &[LlamaToken], at: usize) -> Result<bool> {
         self.batch.clear();
         for (i, &token) in tokens.iter().enumerate() {
             self.batch
