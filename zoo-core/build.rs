@@ -74,6 +74,11 @@ fn main() {
         );
         files.retain(|(file, _)| file != name);
     }
+    // For the test that every variant is carried but these.
+    println!(
+        "cargo:rustc-env=ZOO_LEFT_OUT_CPU_VARIANTS={}",
+        left_out.map_or("", |_| "sapphirerapids")
+    );
     let profile_dir = profile_dir();
     for dir in [
         profile_dir.clone(),
