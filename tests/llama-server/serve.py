@@ -43,9 +43,25 @@ def exit_when_stdin_closes() -> None:
     os._exit(0)
 
 
+def own_libraries_only() -> None:
+    """Starts this script again without LD_LIBRARY_PATH when it has one.
+
+    `cargo test` runs a test with LD_LIBRARY_PATH holding our build's folders,
+    llama.cpp's among them, and the loader reads it before the wheel's own
+    RUNPATH: the server then ran our libggml, which loads every CPU variant
+    beside it, also the one GCC 12 miscompiles (sapphirerapids, left out of
+    zoo-backends but still in llama-cpp-sys-2's build folder), and on a CPU
+    with AMX it stopped with SIGILL in the middle of the Rust tests. The
+    server is a peer: it runs the llama.cpp its wheel carries.
+    """
+    if os.environ.pop("LD_LIBRARY_PATH", None) is not None:
+        os.execv(sys.executable, [sys.executable, *sys.argv])
+
+
 def main() -> None:
     if len(sys.argv) != 3:
         sys.exit("usage: serve.py MODEL.gguf PORT")
+    own_libraries_only()
     model, port = sys.argv[1], sys.argv[2]
     threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
     sys.argv = [
